@@ -1,0 +1,54 @@
+/// Path handling for everything a peer names. Pure functions split and clean
+/// wire paths; open_beneath() resolves them with openat2(RESOLVE_BENEATH) so
+/// that neither "..", nor an absolute path, nor a symlink — planted before or
+/// during the copy — can lead outside the directory the export grants.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "util/fd.h"
+#include "util/result.h"
+
+namespace rcp {
+
+/// Cleans a path relative to an export: drops empty and "." components,
+/// refuses "..", absolute paths, NUL bytes and over-long input. Returns the
+/// components joined with '/', or "" for the export's root.
+Result<std::string> clean_relative(std::string_view path);
+
+/// Splits "MODULE/REST" into {module, rest}; rest may be "".
+std::pair<std::string, std::string> split_module(std::string_view spec);
+
+/// Is name usable as one directory entry: non-empty, not "." or "..", no '/' or NUL.
+bool is_plain_name(std::string_view name);
+
+/// Last component of a path ("a/b/c" → "c", "c" → "c", "a/b/" → "b").
+std::string base_name(std::string_view path);
+/// Everything before the last component ("a/b/c" → "a/b", "c" → "").
+std::string dir_name(std::string_view path);
+
+/// openat2(root, rel, flags, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): rel is
+/// resolved strictly inside root. rel "" opens root itself (as ".").
+Result<Fd> open_beneath(int root_fd, std::string_view rel, int flags, unsigned mode = 0);
+
+/// Where a sink writes one incoming file: a directory and, unless the
+/// destination is the directory itself, the name to give the file.
+struct Destination {
+  Fd dir;
+  bool is_dir = false;  ///< true: use the name the source sends
+  std::string leaf;     ///< the target name when !is_dir
+  std::string shown;    ///< for messages: the path as the user wrote it
+};
+
+/// Resolves a put destination inside an export: an existing directory, or a
+/// not-yet-existing (or regular) file whose parent directory exists.
+/// `multi`: several sources, so the destination must be a directory.
+Result<Destination> resolve_destination_beneath(int root_fd, std::string_view rel, bool multi,
+                                                std::string shown);
+/// The same for a local destination of the client (no confinement: the user
+/// names their own files).
+Result<Destination> resolve_destination_local(const std::string& path, bool multi);
+
+}  // namespace rcp

@@ -1,0 +1,74 @@
+#include "fs/tempfile.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <random>
+
+#include "util/log.h"
+
+namespace rcp {
+
+Result<TempFile> TempFile::create(int dir_fd, const std::string& target, std::string shown) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+  // Keep the temp name inside NAME_MAX (255) however long the target is.
+  std::string stem = target.substr(0, 200);
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    std::string name = "." + stem + ".rcp-";
+    for (int i = 0; i < 8; ++i) name += alphabet[rng() % 36];
+    int fd = ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) {
+      TempFile t;
+      t.dir_fd_ = dir_fd;
+      t.fd_.reset(fd);
+      t.temp_ = std::move(name);
+      t.target_ = target;
+      t.shown_ = std::move(shown);
+      return t;
+    }
+    if (errno != EEXIST) return sys_error("cannot create temporary file for '" + shown + "'");
+  }
+  return make_error(EEXIST, "cannot create temporary file for '" + shown + "'");
+}
+
+TempFile::TempFile(TempFile&& o) noexcept { *this = std::move(o); }
+
+TempFile& TempFile::operator=(TempFile&& o) noexcept {
+  if (this != &o) {
+    discard();
+    dir_fd_ = o.dir_fd_;
+    fd_ = std::move(o.fd_);
+    temp_ = std::move(o.temp_);
+    target_ = std::move(o.target_);
+    shown_ = std::move(o.shown_);
+    committed_ = o.committed_;
+    o.temp_.clear();
+  }
+  return *this;
+}
+
+TempFile::~TempFile() { discard(); }
+
+void TempFile::discard() {
+  fd_.reset();
+  if (!committed_ && !temp_.empty()) {
+    if (::unlinkat(dir_fd_, temp_.c_str(), 0) != 0 && errno != ENOENT)
+      log_error("cannot remove temporary file '{}': {}", temp_, std::strerror(errno));
+  }
+  temp_.clear();
+}
+
+Status TempFile::commit(uint64_t size, unsigned mode, bool do_fsync) {
+  if (::ftruncate(fd_.get(), static_cast<off_t>(size)) != 0) return sys_error("truncate '" + shown_ + "'");
+  if (::fchmod(fd_.get(), mode & 0777) != 0) return sys_error("chmod '" + shown_ + "'");
+  if (do_fsync && ::fsync(fd_.get()) != 0) return sys_error("fsync '" + shown_ + "'");
+  if (::renameat(dir_fd_, temp_.c_str(), dir_fd_, target_.c_str()) != 0)
+    return sys_error("rename into '" + shown_ + "'");
+  committed_ = true;
+  fd_.reset();
+  return {};
+}
+
+}  // namespace rcp

@@ -1,0 +1,81 @@
+#include "io/ring.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "util/log.h"
+
+namespace rcp {
+
+Result<std::unique_ptr<Ring>> Ring::create(unsigned entries) {
+  std::unique_ptr<Ring> r(new Ring());
+  int rc = io_uring_queue_init(entries, &r->ring_, 0);
+  if (rc < 0) return make_error(-rc, "io_uring_queue_init");
+  r->inited_ = true;
+  int efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (efd < 0) return sys_error("eventfd");
+  r->efd_.reset(efd);
+  rc = io_uring_register_eventfd(&r->ring_, efd);
+  if (rc < 0) return make_error(-rc, "io_uring_register_eventfd");
+  return r;
+}
+
+Ring::~Ring() {
+  if (!inited_) return;
+  drain();
+  if (buffers_) io_uring_unregister_buffers(&ring_);
+  io_uring_queue_exit(&ring_);
+}
+
+void Ring::drain() {
+  // Buffers must not be freed while the kernel may still use them.
+  (void)io_uring_submit(&ring_);
+  io_uring_cqe* cqe;
+  while (in_flight_ > 0 && io_uring_wait_cqe(&ring_, &cqe) == 0) {
+    io_uring_cqe_seen(&ring_, cqe);
+    --in_flight_;
+  }
+}
+
+Status Ring::register_buffers(std::span<const iovec> bufs) {
+  int rc = io_uring_register_buffers(&ring_, bufs.data(), static_cast<unsigned>(bufs.size()));
+  if (rc < 0)
+    return make_error(-rc, "io_uring_register_buffers (" + std::to_string(bufs.size()) +
+                               " buffers; check `ulimit -l`)");
+  buffers_ = true;
+  return {};
+}
+
+void Ring::drain_event_fd() {
+  uint64_t v;
+  while (::read(efd_.get(), &v, sizeof v) == sizeof v) {
+  }
+}
+
+bool Ring::read_fixed(int fd, void* buf, unsigned len, uint64_t offset, int buf_index, uint64_t user_data) {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  if (!sqe) return false;
+  io_uring_prep_read_fixed(sqe, fd, buf, len, offset, buf_index);
+  io_uring_sqe_set_data64(sqe, user_data);
+  ++in_flight_;
+  return true;
+}
+
+bool Ring::write_fixed(int fd, const void* buf, unsigned len, uint64_t offset, int buf_index, uint64_t user_data) {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  if (!sqe) return false;
+  io_uring_prep_write_fixed(sqe, fd, buf, len, offset, buf_index);
+  io_uring_sqe_set_data64(sqe, user_data);
+  ++in_flight_;
+  return true;
+}
+
+Status Ring::submit() {
+  int rc = io_uring_submit(&ring_);
+  if (rc < 0) return make_error(-rc, "io_uring_submit");
+  return {};
+}
+
+}  // namespace rcp

@@ -1,0 +1,106 @@
+/// Pure planning logic of the data path, free of syscalls so it can be unit
+/// tested at every edge size: how a file splits into chunks, how a remote
+/// chunk maps onto RDMA READ work requests scattering into local blocks, and
+/// the free lists that bound memory.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace rcp {
+
+/// One chunk of a file: bytes [offset, offset + length).
+struct ChunkSpan {
+  uint64_t offset = 0;
+  uint32_t length = 0;
+};
+
+/// Number of chunks of chunk_size that cover file_size (0 for an empty file).
+uint64_t chunk_count(uint64_t file_size, uint32_t chunk_size);
+/// The index-th chunk; the last one may be short.
+ChunkSpan chunk_at(uint64_t file_size, uint32_t chunk_size, uint64_t index);
+
+/// A local scatter element of a READ.
+struct Sge {
+  uint64_t addr = 0;
+  uint32_t length = 0;
+};
+
+/// One RDMA READ work request: a contiguous remote range scattered over sges.
+struct ReadWr {
+  uint64_t remote_addr = 0;
+  uint32_t length = 0;
+  std::vector<Sge> sges;
+};
+
+/// Splits a remote range of `length` bytes at `remote_addr` into READ work
+/// requests that fill the local blocks (each `block_size` bytes, in order),
+/// with at most `max_sge` SGEs per request. The blocks must together hold
+/// `length` bytes; the last block is filled only partly when length is not a
+/// multiple of block_size. Returns an empty plan for invalid arguments.
+std::vector<ReadWr> plan_reads(uint64_t remote_addr, uint32_t length,
+                               std::span<const uint64_t> block_addrs, uint32_t block_size,
+                               uint32_t max_sge);
+
+/// Blocks of block_size needed to hold length bytes.
+inline uint32_t blocks_for(uint32_t length, uint32_t block_size) {
+  return (length + block_size - 1) / block_size;
+}
+
+/// A LIFO free list of indices [0, n): slots of the source pool, blocks of
+/// the sink pool. LIFO keeps recently used (cache-warm) buffers in play.
+class IndexPool {
+ public:
+  explicit IndexPool(uint32_t n);
+  uint32_t capacity() const { return capacity_; }
+  uint32_t available() const { return static_cast<uint32_t>(free_.size()); }
+  bool take(uint32_t count, std::vector<uint32_t>& out);
+  /// Takes one index; returns false when none is free.
+  bool take_one(uint32_t& out);
+  /// Returns an index; false if it is out of range or already free (a peer
+  /// returning a slot twice is a protocol error, not a crash).
+  bool give(uint32_t index);
+  bool is_free(uint32_t index) const { return index < capacity_ && in_free_[index]; }
+
+ private:
+  uint32_t capacity_;
+  std::vector<uint32_t> free_;
+  std::vector<bool> in_free_;
+};
+
+/// Send credits of a message channel whose receiver has a fixed number of
+/// posted receive buffers. Every message consumes one credit; each side
+/// grants credits back as it re-posts buffers. The last credit is kept for
+/// a message that only grants credits, so two sides that both run out can
+/// always unblock each other.
+class Credits {
+ public:
+  explicit Credits(uint32_t initial_peer_credits) : peer_(initial_peer_credits) {}
+  /// May a message carrying data be sent now?
+  bool can_send_data() const { return peer_ >= 2; }
+  /// May a credit-only message be sent now (uses the reserved credit)?
+  bool can_send_grant() const { return peer_ >= 1 && pending_ > 0; }
+  /// Records one message sent; returns the grants it carries (all pending).
+  uint32_t on_send() {
+    --peer_;
+    uint32_t g = pending_;
+    pending_ = 0;
+    return g;
+  }
+  /// The peer granted n credits back.
+  void on_grant(uint32_t n) { peer_ += n; }
+  /// We re-posted one receive buffer: one more credit to grant.
+  void on_repost() { ++pending_; }
+  /// Whether a credit-only message is worth sending (enough have piled up
+  /// that the peer may be waiting).
+  bool grant_due(uint32_t threshold) const { return pending_ >= threshold; }
+  uint32_t peer_credits() const { return peer_; }
+  uint32_t pending_grants() const { return pending_; }
+
+ private:
+  uint32_t peer_;
+  uint32_t pending_ = 0;
+};
+
+}  // namespace rcp

@@ -1,0 +1,33 @@
+/// Choosing a transport: --transport auto uses RDMA when this host has a
+/// device and the daemon answers on rdma_cm, otherwise TCP (and says so);
+/// --transport rdma never falls back.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "transport/transport.h"
+
+namespace rcp {
+
+/// Default ports. rdma_cm's port space is separate from the kernel's TCP
+/// ports on RoCE and IB, but not on iWARP, so they differ. rdma-core's rcopy
+/// uses 7427; 7471/7472 are unassigned by IANA.
+constexpr uint16_t kDefaultRdmaPort = 7471;
+constexpr uint16_t kDefaultTcpPort = 7472;
+
+struct ConnectOptions {
+  TransportKind kind = TransportKind::automatic;
+  uint16_t rdma_port = kDefaultRdmaPort;
+  uint16_t tcp_port = kDefaultTcpPort;
+  uint32_t max_chunk = 1u << 20;
+  int timeout_ms = 10000;
+};
+
+/// Connects to host; `fallback_note` is set when auto fell back to TCP.
+Result<std::unique_ptr<Transport>> connect_transport(const std::string& host, const ConnectOptions& opt,
+                                                     std::string& fallback_note);
+
+bool parse_transport(const std::string& s, TransportKind& out);
+
+}  // namespace rcp

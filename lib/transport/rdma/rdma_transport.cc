@@ -1,0 +1,613 @@
+#include "transport/rdma/rdma_transport.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/epoll.h>
+
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <fmt/core.h>
+#include <map>
+#include <unordered_map>
+
+#include "hash/digest.h"
+#include "transport/rdma/handles.h"
+#include "util/fd.h"
+#include "util/log.h"
+
+namespace rcp {
+namespace {
+
+// wr_id = tag in the top byte | index or cookie below.
+constexpr uint64_t kTagShift = 56;
+constexpr uint64_t kTagRecv = 1ull << kTagShift;
+constexpr uint64_t kTagSend = 2ull << kTagShift;
+constexpr uint64_t kTagRead = 3ull << kTagShift;
+constexpr uint64_t kTagMask = 0xffull << kTagShift;
+
+/// READ work requests kept outstanding per QP at most. The device serves
+/// max_qp_rd_atom of them at a time and queues the rest in the SQ; 256 keeps
+/// the wire busy at 64 KiB..1 MiB chunks without a huge SQ (perftest's
+/// default tx depth is 128, 3FS uses 128).
+constexpr uint32_t kMaxReadWrs = 256;
+/// SGEs per READ we ever ask for; rxe offers 32, mlx5 30. 16 × 64 KiB blocks
+/// covers a 1 MiB chunk in one work request.
+constexpr uint32_t kMaxSge = 16;
+
+Status set_nonblock(int fd) {
+  int fl = ::fcntl(fd, F_GETFL);
+  if (fl < 0 || ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return sys_error("fcntl O_NONBLOCK");
+  return {};
+}
+
+std::string sockaddr_string(const sockaddr* sa) {
+  char buf[INET6_ADDRSTRLEN] = "?";
+  if (!sa) return "?";
+  if (sa->sa_family == AF_INET) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+    inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf);
+    return fmt::format("{}:{}", buf, ntohs(in->sin_port));
+  }
+  if (sa->sa_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof buf);
+    return fmt::format("[{}]:{}", buf, ntohs(in6->sin6_port));
+  }
+  return "?";
+}
+
+/// What we keep of a cm event after acking it.
+struct CmEvent {
+  rdma_cm_event_type type;
+  int status = 0;
+  std::vector<uint8_t> private_data;
+  uint8_t initiator_depth = 0;
+  uint8_t responder_resources = 0;
+  rdma_cm_id* id = nullptr;
+};
+
+CmEvent take_event(rdma_cm_event* ev) {
+  CmEvent e;
+  e.type = ev->event;
+  e.status = ev->status;
+  e.id = ev->id;
+  if (ev->param.conn.private_data && ev->param.conn.private_data_len > 0) {
+    auto* p = static_cast<const uint8_t*>(ev->param.conn.private_data);
+    e.private_data.assign(p, p + ev->param.conn.private_data_len);
+  }
+  e.initiator_depth = ev->param.conn.initiator_depth;
+  e.responder_resources = ev->param.conn.responder_resources;
+  rdma_ack_cm_event(ev);
+  return e;
+}
+
+Result<CmEvent> wait_cm_event(rdma_event_channel* ch, rdma_cm_event_type want, int timeout_ms, const std::string& what) {
+  pollfd pfd{ch->fd, POLLIN, 0};
+  int pr = ::poll(&pfd, 1, timeout_ms);
+  if (pr == 0) return make_error(ETIMEDOUT, what);
+  rdma_cm_event* ev = nullptr;
+  if (rdma_get_cm_event(ch, &ev) != 0) return sys_error(what);
+  CmEvent e = take_event(ev);
+  if (e.type != want) {
+    std::string msg = fmt::format("{}: {} (status {})", what, rdma_event_str(e.type), e.status);
+    if (e.type == RDMA_CM_EVENT_REJECTED && !e.private_data.empty()) {
+      auto h = wire::decode_hello(e.private_data);
+      if (!h.ok()) msg = fmt::format("{}: refused by peer: {}", what, h.error().context);
+    }
+    int code = e.type == RDMA_CM_EVENT_REJECTED ? ECONNREFUSED
+               : e.type == RDMA_CM_EVENT_UNREACHABLE ? EHOSTUNREACH
+                                                      : (e.status < 0 ? -e.status : EIO);
+    return make_error(code, msg);
+  }
+  return e;
+}
+
+struct DeviceCaps {
+  uint32_t max_qp_wr, max_sge, max_sge_rd, max_cqe;
+  uint8_t init_rd, resp_rd;
+  uint64_t max_mr_size;
+  bool iwarp;
+  std::string name;
+};
+
+Result<DeviceCaps> query_caps(ibv_context* ctx) {
+  ibv_device_attr a{};
+  if (int rc = ibv_query_device(ctx, &a)) return make_error(rc, "ibv_query_device");
+  DeviceCaps c;
+  c.name = ibv_get_device_name(ctx->device);
+  c.max_qp_wr = static_cast<uint32_t>(a.max_qp_wr);
+  c.max_sge = static_cast<uint32_t>(a.max_sge);
+  // Some providers report 0 for max_sge_rd; then the general limit applies.
+  c.max_sge_rd = a.max_sge_rd > 0 ? static_cast<uint32_t>(a.max_sge_rd) : c.max_sge;
+  c.max_cqe = static_cast<uint32_t>(a.max_cqe);
+  c.init_rd = static_cast<uint8_t>(std::min(a.max_qp_init_rd_atom, 255));
+  c.resp_rd = static_cast<uint8_t>(std::min(a.max_qp_rd_atom, 255));
+  c.max_mr_size = a.max_mr_size;
+  c.iwarp = ctx->device->transport_type == IBV_TRANSPORT_IWARP;
+  return c;
+}
+
+class RdmaTransport final : public Transport {
+ public:
+  RdmaTransport(rdma::EventChannel ch, rdma::CmId id, RdmaOptions opt)
+      : ch_(std::move(ch)), id_(std::move(id)), opt_(opt), credits_(0) {}
+
+  ~RdmaTransport() override {
+    if (established_ && !disconnected_) rdma_disconnect(id_.get());
+    if (cq_ && unacked_cq_events_ > 0) ibv_ack_cq_events(cq_.get(), unacked_cq_events_);
+  }
+
+  /// PD, completion channel, CQ, QP and the control buffers (receives posted).
+  Status setup() {
+    ibv_context* ctx = id_->verbs;
+    RCP_ASSIGN(caps_, query_caps(ctx));
+    pd_.reset(ibv_alloc_pd(ctx));
+    if (!pd_) return sys_error("ibv_alloc_pd on " + caps_.name);
+    cc_.reset(ibv_create_comp_channel(ctx));
+    if (!cc_) return sys_error("ibv_create_comp_channel on " + caps_.name);
+    RCP_TRY(set_nonblock(cc_->fd));
+    depth_ = opt_.ctrl_depth;
+    if (caps_.max_qp_wr < depth_ * 2u + 8u) return make_error(EINVAL, fmt::format("{}: max_qp_wr {} too small", caps_.name, caps_.max_qp_wr));
+    read_wrs_ = std::min(kMaxReadWrs, caps_.max_qp_wr - depth_ - 1);
+    sge_ = std::min({kMaxSge, caps_.max_sge, caps_.max_sge_rd});
+    const uint32_t sq = depth_ + read_wrs_ + 1;
+    const uint32_t cqe = std::min(sq + depth_, caps_.max_cqe);
+    cq_.reset(ibv_create_cq(ctx, static_cast<int>(cqe), nullptr, cc_.get(), 0));
+    if (!cq_) return sys_error("ibv_create_cq on " + caps_.name);
+    ibv_qp_init_attr qa{};
+    qa.send_cq = cq_.get();
+    qa.recv_cq = cq_.get();
+    qa.qp_type = IBV_QPT_RC;
+    qa.sq_sig_all = 0;  // READs are signalled selectively: only the last WR of a chunk
+    qa.cap.max_send_wr = sq;
+    qa.cap.max_recv_wr = depth_;
+    qa.cap.max_send_sge = sge_;
+    qa.cap.max_recv_sge = 1;
+    if (rdma_create_qp(id_.get(), pd_.get(), &qa) != 0) return sys_error("rdma_create_qp on " + caps_.name);
+    qp_guard_ = std::make_unique<rdma::QpGuard>(id_.get());
+    ctrl_mem_.assign(size_t{depth_} * 2 * wire::kMaxMessage, 0);
+    ctrl_mr_.reset(ibv_reg_mr(pd_.get(), ctrl_mem_.data(), ctrl_mem_.size(), IBV_ACCESS_LOCAL_WRITE));
+    if (!ctrl_mr_) return sys_error("ibv_reg_mr (control buffers) on " + caps_.name);
+    for (uint32_t i = 0; i < depth_; ++i) RCP_TRY(post_recv(i));
+    for (uint32_t i = 0; i < depth_; ++i) free_send_.push_back(i);
+    int ep = ::epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) return sys_error("epoll_create1");
+    ep_.reset(ep);
+    RCP_TRY(set_nonblock(ch_->fd));
+    for (int fd : {cc_->fd, ch_->fd}) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) return sys_error("epoll_ctl");
+    }
+    if (ibv_req_notify_cq(cq_.get(), 0) != 0) return sys_error("ibv_req_notify_cq");
+    return {};
+  }
+
+  wire::Hello hello() const {
+    wire::Hello h;
+    h.ctrl_depth = depth_;
+    h.rd_init = caps_.init_rd;
+    h.rd_resp = caps_.resp_rd;
+    h.max_sge_rd = static_cast<uint16_t>(sge_);
+    h.checksums = supported_checksums();
+    h.max_chunk = opt_.max_chunk;
+    return h;
+  }
+
+  /// Applies the peer's hello: credits, limits, checksum set.
+  void set_peer(const wire::Hello& peer, uint32_t rd_atomic) {
+    credits_ = Credits(peer.ctrl_depth);
+    peer_msg_size_ = peer.ctrl_msg_size;
+    neg_.reads_in_flight = read_wrs_;
+    neg_.rd_atomic = rd_atomic;
+    neg_.max_sge = sge_;
+    neg_.max_chunk = peer.max_chunk;
+    neg_.checksums = static_cast<uint16_t>(peer.checksums & supported_checksums());
+    peer_name_ = sockaddr_string(rdma_get_peer_addr(id_.get()));
+  }
+  void set_established() { established_ = true; }
+  const DeviceCaps& caps() const { return caps_; }
+  rdma_cm_id* id() const { return id_.get(); }
+
+  std::string name() const override { return "rdma " + caps_.name; }
+  std::string describe() const override {
+    return fmt::format("rdma {}: {} READs outstanding per QP, up to {} WRs queued, {} SGEs per READ", caps_.name,
+                       neg_.rd_atomic, read_wrs_, sge_);
+  }
+  std::string peer() const override { return peer_name_; }
+  const Negotiated& negotiated() const override { return neg_; }
+
+  Result<uint32_t> register_memory(void* base, size_t len, bool remote_read) override {
+    if (len > caps_.max_mr_size)
+      return make_error(EINVAL, fmt::format("{}: buffer pool of {} bytes exceeds max_mr_size {}", caps_.name, len, caps_.max_mr_size));
+    int access = IBV_ACCESS_LOCAL_WRITE;
+    if (remote_read) access |= IBV_ACCESS_REMOTE_READ;
+    if (!remote_read && caps_.iwarp) access |= IBV_ACCESS_REMOTE_WRITE;  // iWARP READ sinks need it
+    rdma::Mr mr(ibv_reg_mr(pd_.get(), base, len, access));
+    if (!mr) return sys_error(fmt::format("ibv_reg_mr of {} bytes on {} (check `ulimit -l`)", len, caps_.name));
+    const uint32_t key = remote_read ? mr->rkey : mr->lkey;
+    lkeys_[key] = mr->lkey;
+    mrs_.emplace(key, std::move(mr));
+    if (!remote_read) sink_lkey_ = lkeys_[key];
+    return key;
+  }
+
+  void deregister_memory(uint32_t key) override { mrs_.erase(key); }
+
+  Status send(std::span<const uint8_t> message) override {
+    if (message.size() > peer_msg_size_ || message.empty())
+      return make_error(EMSGSIZE, fmt::format("control message of {} bytes for {}", message.size(), peer_name_));
+    out_.emplace_back(message.begin(), message.end());
+    return flush();
+  }
+
+  Status read(uint64_t cookie, uint32_t rkey, std::span<const ReadWr> wrs) override {
+    if (!established_ || failed_) return make_error(ENOTCONN, "RDMA READ on a connection that is not up");
+    if (wrs.empty() || wrs.size() > read_capacity()) return make_error(EINVAL, "RDMA READ exceeds the queue");
+    std::vector<ibv_send_wr> w(wrs.size());
+    std::vector<ibv_sge> sg;
+    size_t total_sges = 0;
+    for (auto& r : wrs) total_sges += r.sges.size();
+    sg.reserve(total_sges);
+    for (size_t i = 0; i < wrs.size(); ++i) {
+      if (wrs[i].sges.empty() || wrs[i].sges.size() > sge_) return make_error(EINVAL, "READ with too many SGEs");
+      const size_t first = sg.size();
+      for (auto& s : wrs[i].sges) sg.push_back({s.addr, s.length, sink_lkey_});
+      w[i].opcode = IBV_WR_RDMA_READ;
+      w[i].sg_list = &sg[first];
+      w[i].num_sge = static_cast<int>(wrs[i].sges.size());
+      w[i].wr.rdma.remote_addr = wrs[i].remote_addr;
+      w[i].wr.rdma.rkey = rkey;
+      w[i].next = i + 1 < wrs.size() ? &w[i + 1] : nullptr;
+    }
+    // RC completes in order, so the last WR's completion covers the chunk.
+    w.back().send_flags = IBV_SEND_SIGNALED;
+    w.back().wr_id = kTagRead | cookie;
+    ibv_send_wr* bad = nullptr;
+    if (int rc = ibv_post_send(id_->qp, w.data(), &bad)) {
+      if (bad != w.data()) {
+        // Part of the chain was posted but only its last WR would signal: we
+        // could not tell when those finish, so the QP cannot be trusted.
+        ibv_qp_attr qa{};
+        qa.qp_state = IBV_QPS_ERR;
+        ibv_modify_qp(id_->qp, &qa, IBV_QP_STATE);
+        failed_ = true;
+      }
+      return make_error(rc, "ibv_post_send (RDMA READ) to " + peer_name_);
+    }
+    read_wrs_out_ += static_cast<uint32_t>(wrs.size());
+    read_wr_count_[cookie] = static_cast<uint32_t>(wrs.size());
+    return {};
+  }
+
+  uint32_t read_capacity() const override {
+    if (!established_ || failed_) return 0;
+    return read_wrs_ - read_wrs_out_;
+  }
+
+  int wait_fd() const override { return ep_.get(); }
+
+  Status arm() override {
+    if (ibv_req_notify_cq(cq_.get(), 0) != 0) return sys_error("ibv_req_notify_cq");
+    return {};
+  }
+
+  bool send_pending() const override { return !out_.empty() || free_send_.size() < depth_; }
+
+  Status poll(std::vector<TransportEvent>& events) override {
+    if (closed_) return {};
+    poll_cm(events);
+    // Consume completion-channel wakeups; acks are batched (each ack takes a lock).
+    ibv_cq* ev_cq;
+    void* ev_ctx;
+    while (ibv_get_cq_event(cc_.get(), &ev_cq, &ev_ctx) == 0) {
+      if (++unacked_cq_events_ >= 64) {
+        ibv_ack_cq_events(cq_.get(), unacked_cq_events_);
+        unacked_cq_events_ = 0;
+      }
+    }
+    ibv_wc wc[32];
+    for (;;) {
+      int n = ibv_poll_cq(cq_.get(), 32, wc);
+      if (n < 0) {
+        close_with(events, "ibv_poll_cq failed");
+        return {};
+      }
+      for (int i = 0; i < n; ++i) handle_wc(wc[i], events);
+      if (n < 32) break;
+    }
+    if (!closed_) {
+      Status st = flush();
+      if (!st.ok()) close_with(events, st.error().message());
+    }
+    return {};
+  }
+
+ private:
+  Status post_recv(uint32_t i) {
+    ibv_sge sge{reinterpret_cast<uint64_t>(ctrl_mem_.data() + size_t{i} * wire::kMaxMessage),
+                static_cast<uint32_t>(wire::kMaxMessage), ctrl_mr_->lkey};
+    ibv_recv_wr wr{};
+    wr.wr_id = kTagRecv | i;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr* bad;
+    if (int rc = ibv_post_recv(id_->qp, &wr, &bad)) return make_error(rc, "ibv_post_recv");
+    return {};
+  }
+
+  uint8_t* send_buf(uint32_t i) { return ctrl_mem_.data() + (size_t{depth_} + i) * wire::kMaxMessage; }
+
+  Status post_send(uint32_t len) {
+    const uint32_t i = free_send_.back();
+    free_send_.pop_back();
+    ibv_sge sge{reinterpret_cast<uint64_t>(send_buf(i)), len, ctrl_mr_->lkey};
+    ibv_send_wr wr{};
+    wr.wr_id = kTagSend | i;
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.sg_list = len > 0 ? &sge : nullptr;
+    wr.num_sge = len > 0 ? 1 : 0;
+    wr.imm_data = htonl(credits_.on_send());  // credits we grant back ride on every send
+    ibv_send_wr* bad;
+    if (int rc = ibv_post_send(id_->qp, &wr, &bad)) return make_error(rc, "ibv_post_send (control) to " + peer_name_);
+    return {};
+  }
+
+  Status flush() {
+    if (!established_ || failed_) return {};
+    while (!out_.empty() && credits_.can_send_data() && !free_send_.empty()) {
+      auto& m = out_.front();
+      std::memcpy(send_buf(free_send_.back()), m.data(), m.size());
+      RCP_TRY(post_send(static_cast<uint32_t>(m.size())));
+      out_.pop_front();
+    }
+    // Grant credits explicitly when enough piled up and nothing carries them.
+    if (credits_.grant_due(std::max<uint32_t>(1, depth_ / 2)) && credits_.can_send_grant() && !free_send_.empty())
+      RCP_TRY(post_send(0));
+    return {};
+  }
+
+  void handle_wc(const ibv_wc& wc, std::vector<TransportEvent>& events) {
+    const uint64_t tag = wc.wr_id & kTagMask;
+    const uint64_t idx = wc.wr_id & ~kTagMask;
+    if (wc.status != IBV_WC_SUCCESS) {
+      if (tag == kTagRead) {
+        TransportEvent ev;
+        ev.kind = TransportEvent::Kind::read_done;
+        ev.cookie = idx;
+        ev.status = EIO;
+        ev.detail = fmt::format("RDMA READ failed: {}", ibv_wc_status_str(wc.status));
+        events.push_back(std::move(ev));
+        read_wr_count_.erase(idx);
+      }
+      if (tag == kTagSend) free_send_.push_back(static_cast<uint32_t>(idx));
+      if (!failed_) {
+        failed_ = true;
+        close_with(events, fmt::format("{} completion failed on {}: {}",
+                                       tag == kTagRead ? "RDMA READ" : tag == kTagSend ? "SEND" : "RECV",
+                                       caps_.name, ibv_wc_status_str(wc.status)));
+      }
+      return;
+    }
+    switch (tag) {
+      case kTagRecv: {
+        if (wc.wc_flags & IBV_WC_WITH_IMM) credits_.on_grant(ntohl(wc.imm_data));
+        if (wc.byte_len > 0) {
+          TransportEvent ev;
+          ev.kind = TransportEvent::Kind::message;
+          const uint8_t* p = ctrl_mem_.data() + idx * wire::kMaxMessage;
+          ev.message.assign(p, p + std::min<uint32_t>(wc.byte_len, wire::kMaxMessage));
+          events.push_back(std::move(ev));
+        }
+        if (post_recv(static_cast<uint32_t>(idx)).ok()) credits_.on_repost();
+        break;
+      }
+      case kTagSend: free_send_.push_back(static_cast<uint32_t>(idx)); break;
+      case kTagRead: {
+        auto it = read_wr_count_.find(idx);
+        if (it != read_wr_count_.end()) {
+          read_wrs_out_ -= it->second;
+          read_wr_count_.erase(it);
+        }
+        TransportEvent ev;
+        ev.kind = TransportEvent::Kind::read_done;
+        ev.cookie = idx;
+        events.push_back(std::move(ev));
+        break;
+      }
+      default: break;
+    }
+  }
+
+  void poll_cm(std::vector<TransportEvent>& events) {
+    rdma_cm_event* raw;
+    while (rdma_get_cm_event(ch_.get(), &raw) == 0) {
+      CmEvent e = take_event(raw);
+      switch (e.type) {
+        case RDMA_CM_EVENT_ESTABLISHED: established_ = true; break;
+        case RDMA_CM_EVENT_DISCONNECTED:
+          disconnected_ = true;
+          close_with(events, "peer " + peer_name_ + " disconnected");
+          break;
+        case RDMA_CM_EVENT_DEVICE_REMOVAL:
+          disconnected_ = true;
+          close_with(events, "RDMA device " + caps_.name + " was removed");
+          break;
+        case RDMA_CM_EVENT_TIMEWAIT_EXIT: break;
+        default: close_with(events, fmt::format("connection to {}: {}", peer_name_, rdma_event_str(e.type))); break;
+      }
+    }
+  }
+
+  void close_with(std::vector<TransportEvent>& events, std::string why) {
+    if (closed_) return;
+    closed_ = true;
+    TransportEvent ev;
+    ev.kind = TransportEvent::Kind::closed;
+    ev.status = ECONNRESET;
+    ev.detail = std::move(why);
+    events.push_back(std::move(ev));
+  }
+
+  // Declaration order is destruction order reversed: QP first, then MRs,
+  // buffers, CQ, completion channel, PD, cm_id, event channel.
+  rdma::EventChannel ch_;
+  rdma::CmId id_;
+  rdma::Pd pd_;
+  rdma::CompChannel cc_;
+  rdma::Cq cq_;
+  std::vector<uint8_t> ctrl_mem_;
+  rdma::Mr ctrl_mr_;
+  std::map<uint32_t, rdma::Mr> mrs_;
+  std::unique_ptr<rdma::QpGuard> qp_guard_;
+  Fd ep_;
+
+  RdmaOptions opt_;
+  DeviceCaps caps_{};
+  Credits credits_;
+  Negotiated neg_;
+  std::string peer_name_ = "?";
+  uint32_t depth_ = 0, read_wrs_ = 0, sge_ = 1, peer_msg_size_ = wire::kMaxMessage;
+  uint32_t read_wrs_out_ = 0;
+  uint32_t sink_lkey_ = 0;
+  std::map<uint32_t, uint32_t> lkeys_;
+  std::unordered_map<uint64_t, uint32_t> read_wr_count_;
+  std::vector<uint32_t> free_send_;
+  std::deque<std::vector<uint8_t>> out_;
+  unsigned unacked_cq_events_ = 0;
+  bool established_ = false, disconnected_ = false, closed_ = false, failed_ = false;
+};
+
+Result<sockaddr_storage> resolve(const std::string& host, uint16_t port, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  if (passive) hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  std::string ps = std::to_string(port);
+  int gai = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), ps.c_str(), &hints, &res);
+  if (gai != 0) return make_error(EHOSTUNREACH, fmt::format("resolve '{}': {}", host, gai_strerror(gai)));
+  sockaddr_storage ss{};
+  std::memcpy(&ss, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  return ss;
+}
+
+class Listener final : public RdmaListener {
+ public:
+  int fd() const override { return ch_->fd; }
+  std::string address() const override { return addr_; }
+
+  Result<std::unique_ptr<Transport>> accept_next(const RdmaOptions& opt) override {
+    rdma_cm_event* raw;
+    if (rdma_get_cm_event(ch_.get(), &raw) != 0) {
+      if (errno == EAGAIN) return std::unique_ptr<Transport>();
+      return sys_error("rdma_get_cm_event");
+    }
+    CmEvent req = take_event(raw);
+    if (req.type != RDMA_CM_EVENT_CONNECT_REQUEST) return std::unique_ptr<Transport>();
+    rdma::CmId id(req.id);
+    const std::string peer = sockaddr_string(rdma_get_peer_addr(id.get()));
+    auto ph = wire::decode_hello(req.private_data);
+    if (!ph.ok()) {
+      // Tell the peer why, in our own hello, so it can name the version it met.
+      auto mine = wire::encode_hello(wire::Hello{});
+      rdma_reject(id.get(), mine.data(), static_cast<uint8_t>(mine.size()));
+      return make_error(ph.error().code, "rdma connection from " + peer + " refused: " + ph.error().context);
+    }
+    rdma::EventChannel ch(rdma_create_event_channel());
+    if (!ch) return sys_error("rdma_create_event_channel");
+    // The connection gets its own event channel, so its events reach its session thread.
+    if (rdma_migrate_id(id.get(), ch.get()) != 0) return sys_error("rdma_migrate_id");
+    auto t = std::make_unique<RdmaTransport>(std::move(ch), std::move(id), opt);
+    Status st = t->setup();
+    if (!st.ok()) {
+      rdma_reject(t->id(), nullptr, 0);
+      return st.error();
+    }
+    const DeviceCaps& c = t->caps();
+    rdma_conn_param cp{};
+    cp.initiator_depth = std::min(c.init_rd, req.responder_resources);
+    cp.responder_resources = std::min(c.resp_rd, req.initiator_depth);
+    cp.retry_count = 7;
+    cp.rnr_retry_count = 7;
+    wire::Hello h = t->hello();
+    h.rd_init = cp.initiator_depth;  // tell the client what was agreed
+    h.rd_resp = cp.responder_resources;
+    auto pd = wire::encode_hello(h);
+    cp.private_data = pd.data();
+    cp.private_data_len = static_cast<uint8_t>(pd.size());
+    t->set_peer(ph.value(), cp.initiator_depth);
+    if (rdma_accept(t->id(), &cp) != 0) return sys_error("rdma_accept from " + peer);
+    return std::unique_ptr<Transport>(std::move(t));
+  }
+
+  rdma::EventChannel ch_;
+  rdma::CmId id_;
+  std::string addr_;
+};
+
+}  // namespace
+
+bool rdma_devices_present() {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (list) ibv_free_device_list(list);
+  return n > 0;
+}
+
+Result<std::unique_ptr<RdmaListener>> RdmaListener::listen(const std::string& host, uint16_t port) {
+  auto l = std::make_unique<Listener>();
+  l->ch_.reset(rdma_create_event_channel());
+  if (!l->ch_) return sys_error("rdma_create_event_channel (is an RDMA device present?)");
+  rdma_cm_id* raw = nullptr;
+  if (rdma_create_id(l->ch_.get(), &raw, nullptr, RDMA_PS_TCP) != 0) return sys_error("rdma_create_id");
+  l->id_.reset(raw);
+  RCP_ASSIGN(sockaddr_storage ss, resolve(host, port, true));
+  l->addr_ = sockaddr_string(reinterpret_cast<sockaddr*>(&ss));
+  if (rdma_bind_addr(raw, reinterpret_cast<sockaddr*>(&ss)) != 0) return sys_error("rdma_bind_addr " + l->addr_);
+  if (rdma_listen(raw, 64) != 0) return sys_error("rdma_listen " + l->addr_);
+  RCP_TRY(set_nonblock(l->ch_->fd));
+  return std::unique_ptr<RdmaListener>(std::move(l));
+}
+
+Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_t port, const RdmaOptions& opt) {
+  rdma::EventChannel ch(rdma_create_event_channel());
+  if (!ch) return sys_error("rdma_create_event_channel (is an RDMA device present?)");
+  rdma_cm_id* raw = nullptr;
+  if (rdma_create_id(ch.get(), &raw, nullptr, RDMA_PS_TCP) != 0) return sys_error("rdma_create_id");
+  rdma::CmId id(raw);
+  RCP_ASSIGN(sockaddr_storage dst, resolve(host, port, false));
+  const std::string where = fmt::format("rdma connect to {}", sockaddr_string(reinterpret_cast<sockaddr*>(&dst)));
+  if (rdma_resolve_addr(raw, nullptr, reinterpret_cast<sockaddr*>(&dst), opt.timeout_ms) != 0)
+    return sys_error(where + ": rdma_resolve_addr");
+  RCP_TRY(wait_cm_event(ch.get(), RDMA_CM_EVENT_ADDR_RESOLVED, opt.timeout_ms, where + ": resolve address"));
+  if (rdma_resolve_route(raw, opt.timeout_ms) != 0) return sys_error(where + ": rdma_resolve_route");
+  RCP_TRY(wait_cm_event(ch.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, opt.timeout_ms, where + ": resolve route"));
+  rdma_event_channel* chp = ch.get();
+  auto t = std::make_unique<RdmaTransport>(std::move(ch), std::move(id), opt);
+  RCP_TRY(t->setup());
+  const DeviceCaps& c = t->caps();
+  auto pd = wire::encode_hello(t->hello());
+  rdma_conn_param cp{};
+  cp.initiator_depth = c.init_rd;  // the daemon clamps both to its device in rdma_accept
+  cp.responder_resources = c.resp_rd;
+  cp.retry_count = 7;
+  cp.rnr_retry_count = 7;
+  cp.private_data = pd.data();
+  cp.private_data_len = static_cast<uint8_t>(pd.size());
+  if (rdma_connect(t->id(), &cp) != 0) return sys_error(where + ": rdma_connect");
+  // The event channel is still blocking here (set_nonblock happens in setup, so poll first).
+  RCP_ASSIGN(CmEvent est, wait_cm_event(chp, RDMA_CM_EVENT_ESTABLISHED, opt.timeout_ms, where));
+  auto ph = wire::decode_hello(est.private_data);
+  if (!ph.ok()) return make_error(ph.error().code, where + ": " + ph.error().context);
+  t->set_peer(ph.value(), std::min<uint32_t>(c.init_rd, ph->rd_resp));
+  t->set_established();
+  return std::unique_ptr<Transport>(std::move(t));
+}
+
+}  // namespace rcp

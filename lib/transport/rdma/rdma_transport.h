@@ -1,0 +1,42 @@
+/// The RDMA transport: an RC queue pair set up with rdma_cm. Control
+/// messages travel as SEND_WITH_IMM into pre-posted receive buffers, the
+/// immediate carrying receive credits back; chunks are pulled with chained
+/// RDMA READ work requests (several SGEs each, only the last signalled),
+/// straight out of the peer's registered pool. Each connection has its own
+/// protection domain, so an rkey never reaches another connection's memory.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "transport/transport.h"
+#include "util/result.h"
+
+namespace rcp {
+
+struct RdmaOptions {
+  uint32_t max_chunk = 0;
+  int timeout_ms = 10000;
+  uint16_t ctrl_depth = 64;  ///< control receives posted (and credits granted) per side
+};
+
+/// True if this host has at least one RDMA device (cheap; for --transport auto).
+bool rdma_devices_present();
+
+Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_t port, const RdmaOptions& opt);
+
+/// An rdma_cm listener. accept_next() takes one connection request, sets up
+/// its PD, CQ, QP and control buffers, accepts it and returns the transport
+/// (which completes establishment in its first polls).
+class RdmaListener {
+ public:
+  static Result<std::unique_ptr<RdmaListener>> listen(const std::string& host, uint16_t port);
+  virtual ~RdmaListener() = default;
+  /// Readable when a connection request is waiting.
+  virtual int fd() const = 0;
+  /// Returns nullptr (no error) when the event was not a connection request.
+  virtual Result<std::unique_ptr<Transport>> accept_next(const RdmaOptions& opt) = 0;
+  virtual std::string address() const = 0;
+};
+
+}  // namespace rcp

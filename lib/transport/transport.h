@@ -1,0 +1,82 @@
+/// The boundary between the engine and the wire. The engine (source and sink
+/// sessions) only sees this interface: control messages, "read this remote
+/// chunk into these local buffers", and completions. The RDMA transport does
+/// the read with RDMA READ work requests; the TCP transport asks the peer to
+/// send the bytes. Neither the engine nor its tests know which one runs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "session/plan.h"
+#include "util/result.h"
+#include "wire/messages.h"
+
+namespace rcp {
+
+enum class TransportKind { automatic, rdma, tcp };
+const char* transport_kind_name(TransportKind k);
+
+/// Something that happened on a connection, reported by poll().
+struct TransportEvent {
+  enum class Kind { message, read_done, closed };
+  Kind kind = Kind::message;
+  uint64_t cookie = 0;           ///< read_done: the cookie given to read()
+  int status = 0;                ///< read_done / closed: 0 or an errno
+  std::vector<uint8_t> message;  ///< message: one whole control message
+  std::string detail;            ///< closed / failed read: what happened
+};
+
+/// Limits agreed at connect time from both sides' hellos and devices.
+struct Negotiated {
+  uint32_t reads_in_flight = 1;  ///< READ work requests the engine may keep outstanding
+  uint32_t rd_atomic = 0;        ///< RDMA: READs the device keeps on the wire at once (initiator depth)
+  uint32_t max_sge = 1;          ///< SGEs per READ work request
+  uint32_t max_chunk = 0;        ///< largest chunk the peer accepts
+  uint16_t checksums = 0;        ///< algorithms both sides support
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  /// "rdma rxe0" or "tcp" — what -v reports.
+  virtual std::string name() const = 0;
+  /// The peer's address, for messages.
+  virtual std::string peer() const = 0;
+  /// One line on the agreed limits, for -v.
+  virtual std::string describe() const { return name(); }
+  virtual const Negotiated& negotiated() const = 0;
+
+  /// Makes [base, base+len) usable: readable by the peer when remote_read,
+  /// a landing zone for reads otherwise. Returns the key the peer must quote
+  /// (the rkey on RDMA). Registered once per connection, never per chunk.
+  virtual Result<uint32_t> register_memory(void* base, size_t len, bool remote_read) = 0;
+  /// Releases a registration (before the memory is freed).
+  virtual void deregister_memory(uint32_t key) = 0;
+
+  /// Queues one control message (a whole encoded wire message).
+  virtual Status send(std::span<const uint8_t> message) = 0;
+
+  /// Starts pulling `wrs` (one chunk: contiguous remote bytes under rkey,
+  /// scattered over local registered memory). One read_done event with this
+  /// cookie reports the whole chunk.
+  virtual Status read(uint64_t cookie, uint32_t rkey, std::span<const ReadWr> wrs) = 0;
+  /// Work requests that read() may still post now.
+  virtual uint32_t read_capacity() const = 0;
+
+  /// Makes progress without blocking and appends what happened.
+  virtual Status poll(std::vector<TransportEvent>& out) = 0;
+  /// An fd that becomes readable when poll() may have work. Call arm() first,
+  /// then poll() once more, and only sleep if that found nothing.
+  virtual int wait_fd() const = 0;
+  virtual Status arm() = 0;
+  /// Whether sends are still queued locally (the session waits for them
+  /// before closing so the last message is not lost).
+  virtual bool send_pending() const = 0;
+};
+
+}  // namespace rcp

@@ -1,0 +1,100 @@
+/// Bounds-checked big-endian (network order) encoding primitives. A Reader
+/// never reads past its buffer: the first short read latches failure and
+/// every later read returns zero, so decoders check ok() once at the end.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rcp::wire {
+
+class Writer {
+ public:
+  explicit Writer(std::vector<uint8_t>& out) : out_(out) {}
+  void u8(uint8_t v) { out_.push_back(v); }
+  void u16(uint16_t v) {
+    u8(static_cast<uint8_t>(v >> 8));
+    u8(static_cast<uint8_t>(v));
+  }
+  void u32(uint32_t v) {
+    u16(static_cast<uint16_t>(v >> 16));
+    u16(static_cast<uint16_t>(v));
+  }
+  void u64(uint64_t v) {
+    u32(static_cast<uint32_t>(v >> 32));
+    u32(static_cast<uint32_t>(v));
+  }
+  void bytes(std::span<const uint8_t> b) { out_.insert(out_.end(), b.begin(), b.end()); }
+  /// A string is a u16 length followed by its bytes (no terminator).
+  void str(std::string_view s) {
+    u16(static_cast<uint16_t>(s.size()));
+    out_.insert(out_.end(), s.begin(), s.end());
+  }
+  size_t size() const { return out_.size(); }
+
+ private:
+  std::vector<uint8_t>& out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const uint8_t> in) : in_(in) {}
+  bool ok() const { return ok_; }
+  size_t remaining() const { return ok_ ? in_.size() - pos_ : 0; }
+  bool at_end() const { return ok_ && pos_ == in_.size(); }
+  void fail() { ok_ = false; }
+
+  uint8_t u8() {
+    if (!need(1)) return 0;
+    return in_[pos_++];
+  }
+  uint16_t u16() {
+    if (!need(2)) return 0;
+    uint16_t v = static_cast<uint16_t>((in_[pos_] << 8) | in_[pos_ + 1]);
+    pos_ += 2;
+    return v;
+  }
+  uint32_t u32() {
+    uint32_t hi = u16();
+    return (hi << 16) | u16();
+  }
+  uint64_t u64() {
+    uint64_t hi = u32();
+    return (hi << 32) | u32();
+  }
+  /// Copies exactly n bytes into dst; fails (and leaves dst untouched) if short.
+  void bytes(uint8_t* dst, size_t n) {
+    if (!need(n)) return;
+    std::memcpy(dst, in_.data() + pos_, n);
+    pos_ += n;
+  }
+  /// Reads a u16-prefixed string, failing if longer than max_len or than what is left.
+  std::string str(size_t max_len) {
+    uint16_t n = u16();
+    if (!ok_ || n > max_len || !need(n)) {
+      ok_ = false;
+      return {};
+    }
+    std::string s(reinterpret_cast<const char*>(in_.data() + pos_), n);
+    pos_ += n;
+    return s;
+  }
+
+ private:
+  bool need(size_t n) {
+    if (!ok_ || in_.size() - pos_ < n) {
+      ok_ = false;
+      return false;
+    }
+    return true;
+  }
+  std::span<const uint8_t> in_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+}  // namespace rcp::wire

@@ -1,0 +1,296 @@
+#include "wire/messages.h"
+
+#include <fmt/core.h>
+
+#include "wire/codec.h"
+
+namespace rcp::wire {
+namespace {
+
+template <class... Ts>
+struct overloaded : Ts... {
+  using Ts::operator()...;
+};
+
+void put_digest(Writer& w, const Digest& d) {
+  w.u8(d.len);
+  w.bytes({d.bytes.data(), d.len});
+}
+
+Digest get_digest(Reader& r) {
+  Digest d;
+  d.len = r.u8();
+  if (d.len > kMaxDigest) {
+    r.fail();
+    return {};
+  }
+  r.bytes(d.bytes.data(), d.len);
+  return d;
+}
+
+Error proto(std::string what) { return make_error(EPROTO, std::move(what)); }
+
+}  // namespace
+
+MsgType type_of(const Message& m) {
+  return std::visit(overloaded{
+                        [](const Open&) { return MsgType::open; },
+                        [](const OpenOk&) { return MsgType::open_ok; },
+                        [](const FileBegin&) { return MsgType::file_begin; },
+                        [](const ChunkReady&) { return MsgType::chunk_ready; },
+                        [](const ChunkDone&) { return MsgType::chunk_done; },
+                        [](const FileEnd&) { return MsgType::file_end; },
+                        [](const FileResult&) { return MsgType::file_result; },
+                        [](const Finish&) { return MsgType::finish; },
+                        [](const Done&) { return MsgType::done; },
+                        [](const ErrorMsg&) { return MsgType::error; },
+                    },
+                    m);
+}
+
+const char* type_name(MsgType t) {
+  switch (t) {
+    case MsgType::open: return "OPEN";
+    case MsgType::open_ok: return "OPEN_OK";
+    case MsgType::file_begin: return "FILE_BEGIN";
+    case MsgType::chunk_ready: return "CHUNK_READY";
+    case MsgType::chunk_done: return "CHUNK_DONE";
+    case MsgType::file_end: return "FILE_END";
+    case MsgType::file_result: return "FILE_RESULT";
+    case MsgType::finish: return "FINISH";
+    case MsgType::done: return "DONE";
+    case MsgType::error: return "ERROR";
+  }
+  return "UNKNOWN";
+}
+
+Status encode(const Message& m, std::vector<uint8_t>& out) {
+  const size_t start = out.size();
+  Writer w(out);
+  w.u32(kMagic);
+  w.u16(kVersion);
+  w.u16(static_cast<uint16_t>(type_of(m)));
+  w.u32(0);  // payload length, patched below
+  Status st;
+  std::visit(overloaded{
+                 [&](const Open& o) {
+                   if (o.path.size() > kMaxPath) st = proto("path longer than " + std::to_string(kMaxPath));
+                   w.u8(static_cast<uint8_t>(o.op));
+                   w.u8(static_cast<uint8_t>(o.checksum));
+                   w.u16(o.flags);
+                   w.str(o.path.substr(0, kMaxPath));
+                 },
+                 [&](const OpenOk& o) { w.u8(o.dest_is_dir); },
+                 [&](const FileBegin& f) {
+                   if (f.name.size() > kMaxPath) st = proto("name longer than " + std::to_string(kMaxPath));
+                   w.u32(f.file_id);
+                   w.u64(f.size);
+                   w.u32(f.mode);
+                   w.str(f.name.substr(0, kMaxPath));
+                 },
+                 [&](const ChunkReady& c) {
+                   w.u32(c.file_id);
+                   w.u32(c.slot);
+                   w.u64(c.offset);
+                   w.u32(c.length);
+                   w.u64(c.addr);
+                   w.u32(c.rkey);
+                   put_digest(w, c.digest);
+                 },
+                 [&](const ChunkDone& c) {
+                   if (c.slots.size() > kMaxDoneBatch) st = proto("too many slots in CHUNK_DONE");
+                   w.u16(static_cast<uint16_t>(c.slots.size()));
+                   for (size_t i = 0; i < c.slots.size() && i < kMaxDoneBatch; ++i) w.u32(c.slots[i]);
+                 },
+                 [&](const FileEnd& f) {
+                   w.u32(f.file_id);
+                   w.u64(f.size);
+                   put_digest(w, f.digest);
+                 },
+                 [&](const FileResult& f) {
+                   w.u32(f.file_id);
+                   w.u32(static_cast<uint32_t>(f.err));
+                   w.str(f.message.substr(0, kMaxText));
+                 },
+                 [&](const Finish&) {},
+                 [&](const Done& d) {
+                   w.u32(d.files_ok);
+                   w.u32(d.files_failed);
+                 },
+                 [&](const ErrorMsg& e) {
+                   w.u32(static_cast<uint32_t>(e.err));
+                   w.str(e.message.substr(0, kMaxText));
+                 },
+             },
+             m);
+  if (!st.ok()) {
+    out.resize(start);
+    return st;
+  }
+  const size_t len = out.size() - start - kHeaderSize;
+  if (len + kHeaderSize > kMaxMessage) {
+    out.resize(start);
+    return proto("message too large");
+  }
+  for (int i = 0; i < 4; ++i) out[start + 8 + i] = static_cast<uint8_t>(len >> (24 - 8 * i));
+  return {};
+}
+
+Result<uint32_t> peek_length(std::span<const uint8_t> header) {
+  if (header.size() < kHeaderSize) return proto("truncated message header");
+  Reader r(header);
+  const uint32_t magic = r.u32();
+  const uint16_t version = r.u16();
+  r.u16();
+  const uint32_t len = r.u32();
+  if (magic != kMagic) return proto(fmt::format("bad message magic {:#010x}", magic));
+  if (version != kVersion)
+    return proto(fmt::format("peer speaks protocol version {}, this side speaks {}", version, kVersion));
+  if (len > kMaxMessage - kHeaderSize) return proto(fmt::format("message length {} exceeds limit {}", len, kMaxMessage));
+  return len;
+}
+
+Result<Message> decode(std::span<const uint8_t> buf) {
+  RCP_ASSIGN(uint32_t len, peek_length(buf));
+  if (buf.size() != kHeaderSize + len)
+    return proto(fmt::format("message length {} does not match {} bytes received", len, buf.size() - kHeaderSize));
+  const auto type = static_cast<MsgType>((buf[6] << 8) | buf[7]);
+  Reader r(buf.subspan(kHeaderSize));
+  Message m;
+  switch (type) {
+    case MsgType::open: {
+      Open o;
+      o.op = static_cast<Op>(r.u8());
+      o.checksum = static_cast<Checksum>(r.u8());
+      o.flags = r.u16();
+      o.path = r.str(kMaxPath);
+      if (r.ok() && o.op != Op::put && o.op != Op::get) return proto("OPEN with unknown operation");
+      if (r.ok() && static_cast<uint8_t>(o.checksum) > 2) return proto("OPEN with unknown checksum");
+      m = std::move(o);
+      break;
+    }
+    case MsgType::open_ok: {
+      OpenOk o;
+      o.dest_is_dir = r.u8();
+      m = o;
+      break;
+    }
+    case MsgType::file_begin: {
+      FileBegin f;
+      f.file_id = r.u32();
+      f.size = r.u64();
+      f.mode = r.u32();
+      f.name = r.str(kMaxPath);
+      m = std::move(f);
+      break;
+    }
+    case MsgType::chunk_ready: {
+      ChunkReady c;
+      c.file_id = r.u32();
+      c.slot = r.u32();
+      c.offset = r.u64();
+      c.length = r.u32();
+      c.addr = r.u64();
+      c.rkey = r.u32();
+      c.digest = get_digest(r);
+      if (r.ok() && (c.length == 0 || c.length > kMaxChunk)) return proto(fmt::format("CHUNK_READY length {} out of range", c.length));
+      if (r.ok() && c.offset + c.length < c.offset) return proto("CHUNK_READY offset overflows");
+      m = std::move(c);
+      break;
+    }
+    case MsgType::chunk_done: {
+      ChunkDone c;
+      const uint16_t n = r.u16();
+      if (n > kMaxDoneBatch) return proto(fmt::format("CHUNK_DONE with {} slots (limit {})", n, kMaxDoneBatch));
+      if (r.remaining() < size_t{n} * 4) return proto("truncated CHUNK_DONE");
+      c.slots.reserve(n);
+      for (uint16_t i = 0; i < n; ++i) c.slots.push_back(r.u32());
+      m = std::move(c);
+      break;
+    }
+    case MsgType::file_end: {
+      FileEnd f;
+      f.file_id = r.u32();
+      f.size = r.u64();
+      f.digest = get_digest(r);
+      m = std::move(f);
+      break;
+    }
+    case MsgType::file_result: {
+      FileResult f;
+      f.file_id = r.u32();
+      f.err = static_cast<int32_t>(r.u32());
+      f.message = r.str(kMaxText);
+      m = std::move(f);
+      break;
+    }
+    case MsgType::finish: m = Finish{}; break;
+    case MsgType::done: {
+      Done d;
+      d.files_ok = r.u32();
+      d.files_failed = r.u32();
+      m = d;
+      break;
+    }
+    case MsgType::error: {
+      ErrorMsg e;
+      e.err = static_cast<int32_t>(r.u32());
+      e.message = r.str(kMaxText);
+      m = std::move(e);
+      break;
+    }
+    default: return proto(fmt::format("unknown message type {}", static_cast<unsigned>(type)));
+  }
+  if (!r.ok()) return proto(fmt::format("truncated {} message", type_name(type)));
+  if (!r.at_end()) return proto(fmt::format("{} message has {} trailing bytes", type_name(type), r.remaining()));
+  return m;
+}
+
+std::vector<uint8_t> encode_hello(const Hello& h) {
+  std::vector<uint8_t> out;
+  Writer w(out);
+  w.u32(kMagic);
+  w.u16(h.version);
+  w.u16(static_cast<uint16_t>(kHelloSize));
+  w.u16(h.ctrl_depth);
+  w.u16(h.rd_init);
+  w.u16(h.rd_resp);
+  w.u16(h.max_sge_rd);
+  w.u16(h.checksums);
+  w.u16(0);
+  w.u32(h.max_chunk);
+  w.u32(h.ctrl_msg_size);
+  w.u32(h.flags);
+  return out;
+}
+
+Result<Hello> decode_hello(std::span<const uint8_t> buf) {
+  if (buf.size() < 8) return proto(fmt::format("hello too short ({} bytes)", buf.size()));
+  Reader r(buf);
+  const uint32_t magic = r.u32();
+  Hello h;
+  h.version = r.u16();
+  const uint16_t size = r.u16();
+  if (magic != kMagic) return proto(fmt::format("peer is not an rcp endpoint (hello magic {:#010x})", magic));
+  if (h.version != kVersion)
+    return proto(fmt::format("peer speaks rcp protocol version {}, this side speaks {}", h.version, kVersion));
+  if (size < kHelloSize || buf.size() < kHelloSize) return proto(fmt::format("hello too short ({} bytes)", buf.size()));
+  h.ctrl_depth = r.u16();
+  h.rd_init = r.u16();
+  h.rd_resp = r.u16();
+  h.max_sge_rd = r.u16();
+  h.checksums = r.u16();
+  r.u16();
+  h.max_chunk = r.u32();
+  h.ctrl_msg_size = r.u32();
+  h.flags = r.u32();
+  if (!r.ok()) return proto("truncated hello");
+  if (h.ctrl_depth == 0) return proto("hello announces no control receive buffers");
+  if (h.ctrl_msg_size < 256 || h.ctrl_msg_size > kMaxMessage)
+    return proto(fmt::format("hello control message size {} out of range", h.ctrl_msg_size));
+  if (h.max_chunk == 0 || h.max_chunk > kMaxChunk) return proto(fmt::format("hello chunk size {} out of range", h.max_chunk));
+  if (h.max_sge_rd == 0) return proto("hello announces 0 SGEs per READ");
+  return h;
+}
+
+}  // namespace rcp::wire

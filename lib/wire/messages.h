@@ -1,0 +1,172 @@
+/// The rcp control protocol: every message the engine exchanges on the
+/// control channel (RDMA SEND/RECV or a TCP frame), and the hello carried in
+/// the rdma_cm connect private data. All integers are big-endian; every
+/// message starts with magic, version, type and payload length, and a
+/// decoder accepts a message only if every field fits and nothing is left over.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "util/result.h"
+
+namespace rcp::wire {
+
+constexpr uint32_t kMagic = 0x52435030;  // "RCP0"
+constexpr uint16_t kVersion = 1;
+/// magic u32 + version u16 + type u16 + payload length u32.
+constexpr size_t kHeaderSize = 12;
+/// Largest control message, header included. RDMA receive buffers are this
+/// size; 4096 fits a path of kMaxPath bytes with room to spare and is one page.
+constexpr size_t kMaxMessage = 4096;
+/// Longest path or name accepted from the wire (Linux PATH_MAX is 4096 with
+/// the terminator; 3072 keeps every message inside kMaxMessage).
+constexpr size_t kMaxPath = 3072;
+/// Longest error text carried on the wire.
+constexpr size_t kMaxText = 1024;
+/// Largest digest (SHA-256).
+constexpr size_t kMaxDigest = 32;
+/// Most slots one ChunkDone may return (keeps it far below kMaxMessage).
+constexpr size_t kMaxDoneBatch = 256;
+/// Largest chunk either side will announce or accept: 64 MiB bounds what a
+/// peer can make us pin for one chunk.
+constexpr uint32_t kMaxChunk = 64u << 20;
+
+enum class MsgType : uint16_t {
+  open = 1,
+  open_ok = 2,
+  file_begin = 3,
+  chunk_ready = 4,
+  chunk_done = 5,
+  file_end = 6,
+  file_result = 7,
+  finish = 8,
+  done = 9,
+  error = 10,
+};
+
+enum class Op : uint8_t { put = 1, get = 2 };
+
+/// Checksum algorithms; the numeric values are also bits in Hello::checksums.
+enum class Checksum : uint8_t { none = 0, xxh128 = 1, sha256 = 2 };
+
+struct Digest {
+  uint8_t len = 0;
+  std::array<uint8_t, kMaxDigest> bytes{};
+  bool operator==(const Digest& o) const {
+    return len == o.len && std::equal(bytes.begin(), bytes.begin() + len, o.bytes.begin());
+  }
+};
+
+/// Client → daemon: what this connection is for. For put, path is the
+/// destination; for get, the source. Both are relative to the export:
+/// "MODULE/PATH".
+struct Open {
+  Op op = Op::put;
+  Checksum checksum = Checksum::xxh128;
+  uint16_t flags = 0;  // kOpenMulti: several sources, so the destination must be a directory
+  std::string path;
+};
+constexpr uint16_t kOpenMulti = 1;
+constexpr uint16_t kOpenFsync = 2;
+
+struct OpenOk {
+  uint8_t dest_is_dir = 0;
+};
+
+/// Source → sink: a file starts. name is the file's name (no directories)
+/// for the sink to use when its destination is a directory.
+struct FileBegin {
+  uint32_t file_id = 0;
+  uint64_t size = 0;
+  uint32_t mode = 0644;
+  std::string name;
+};
+
+/// Source → sink: a chunk sits in the source's registered memory at
+/// (addr, rkey) and may be pulled; digest is of its bytes.
+struct ChunkReady {
+  uint32_t file_id = 0;
+  uint32_t slot = 0;
+  uint64_t offset = 0;
+  uint32_t length = 0;
+  uint64_t addr = 0;
+  uint32_t rkey = 0;
+  Digest digest;
+};
+
+/// Sink → source: these slots were pulled and may be reused (the credit).
+struct ChunkDone {
+  std::vector<uint32_t> slots;
+};
+
+/// Source → sink: no more chunks of this file; digest is over the ordered chunk digests.
+struct FileEnd {
+  uint32_t file_id = 0;
+  uint64_t size = 0;
+  Digest digest;
+};
+
+/// Sink → source: the file is committed (err == 0) or failed.
+struct FileResult {
+  uint32_t file_id = 0;
+  int32_t err = 0;
+  std::string message;
+};
+
+/// Source → sink: no more files.
+struct Finish {};
+
+/// Sink → source: every FileResult has been sent; the session may close.
+struct Done {
+  uint32_t files_ok = 0;
+  uint32_t files_failed = 0;
+};
+
+/// Either way: the session failed; message names what failed.
+struct ErrorMsg {
+  int32_t err = 0;
+  std::string message;
+};
+
+using Message = std::variant<Open, OpenOk, FileBegin, ChunkReady, ChunkDone, FileEnd, FileResult,
+                             Finish, Done, ErrorMsg>;
+
+MsgType type_of(const Message& m);
+const char* type_name(MsgType t);
+
+/// Appends the framed message to out. Fails only if a field exceeds its limit.
+Status encode(const Message& m, std::vector<uint8_t>& out);
+/// Decodes exactly one framed message occupying all of buf.
+Result<Message> decode(std::span<const uint8_t> buf);
+/// Reads the header alone: returns the payload length announced, after checking
+/// magic, version and that the whole message fits kMaxMessage. Used by stream
+/// transports to know how much more to read.
+Result<uint32_t> peek_length(std::span<const uint8_t> header);
+
+/// The hello exchanged at connect time (rdma_cm private data, or the first
+/// bytes of a TCP stream). 32 bytes: under the 56 rdma_connect allows.
+struct Hello {
+  uint16_t version = kVersion;
+  uint16_t ctrl_depth = 0;      ///< control receives posted = initial send credits for the peer
+  uint16_t rd_init = 0;         ///< RDMA READs this side can have outstanding (max_qp_init_rd_atom)
+  uint16_t rd_resp = 0;         ///< RDMA READs this side can serve at once (max_qp_rd_atom)
+  uint16_t max_sge_rd = 0;      ///< SGEs per READ work request
+  uint16_t checksums = 0;       ///< bitmask of 1 << Checksum supported
+  uint32_t max_chunk = 0;       ///< largest chunk this side accepts
+  uint32_t ctrl_msg_size = kMaxMessage;
+  uint32_t flags = 0;
+};
+constexpr size_t kHelloSize = 32;
+
+std::vector<uint8_t> encode_hello(const Hello& h);
+/// Accepts len >= kHelloSize (transports may pad private data) with our magic;
+/// a different version is refused with a message naming both versions.
+Result<Hello> decode_hello(std::span<const uint8_t> buf);
+
+}  // namespace rcp::wire

@@ -1,0 +1,251 @@
+// rcp: the scp-like client. Parses the command line, connects, and runs the
+// engine as source (push) or sink (pull); turns errors into messages and
+// exit codes. Everything else is in lib/.
+#include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fmt/core.h>
+#include <optional>
+
+#include "fs/path.h"
+#include "hash/digest.h"
+#include "session/session.h"
+#include "transport/connect.h"
+#include "util/log.h"
+
+namespace {
+
+using namespace rcp;
+
+// Exit codes (documented in rcp(1)).
+constexpr int kExitOk = 0;
+constexpr int kExitFiles = 1;     // some file failed; others may have been copied
+constexpr int kExitUsage = 2;     // bad command line
+constexpr int kExitConnect = 3;   // could not connect or the session failed
+constexpr int kExitInterrupted = 130;
+
+std::atomic<bool> g_cancel{false};
+void on_signal(int) { g_cancel = true; }
+
+struct Remote {
+  std::string host, module_path;
+};
+
+/// "HOST:MODULE/PATH" (HOST may be [v6]); a ':' after a '/' is part of a
+/// local path, as with scp.
+std::optional<Remote> parse_remote(const std::string& s) {
+  size_t colon;
+  if (!s.empty() && s[0] == '[') {
+    size_t rb = s.find(']');
+    if (rb == std::string::npos || rb + 1 >= s.size() || s[rb + 1] != ':') return std::nullopt;
+    return Remote{s.substr(1, rb - 1), s.substr(rb + 2)};
+  }
+  colon = s.find(':');
+  if (colon == std::string::npos || colon == 0) return std::nullopt;
+  size_t slash = s.find('/');
+  if (slash != std::string::npos && slash < colon) return std::nullopt;
+  return Remote{s.substr(0, colon), s.substr(colon + 1)};
+}
+
+struct Options {
+  std::vector<std::string> args;
+  int verbose = 0;
+  bool quiet = false;
+  std::string transport = "auto";
+  std::string checksum = "xxh128";
+  uint16_t rdma_port = kDefaultRdmaPort;
+  uint16_t tcp_port = kDefaultTcpPort;
+  uint32_t chunk_kib = 1024;
+  uint32_t window = 16;
+  bool fsync = false;
+};
+
+SessionOptions session_options(const Options& o, Checksum algo) {
+  SessionOptions s;
+  s.checksum = algo;
+  s.chunk_size = o.chunk_kib * 1024;
+  s.slots = o.window;
+  s.block_size = std::min<uint32_t>(64u << 10, s.chunk_size);
+  s.blocks = std::max<uint32_t>(o.window * blocks_for(s.chunk_size, s.block_size), 1);
+  s.fsync = o.fsync;
+  s.cancel = &g_cancel;
+  s.faults = Faults::from_env();
+  return s;
+}
+
+int report_errors(const TransferStats& st) {
+  for (const auto& e : st.errors) log_error("{}", e);
+  return st.files_failed > 0 ? kExitFiles : kExitOk;
+}
+
+int run(const Options& o) {
+  auto algo = parse_checksum(o.checksum);
+  if (!algo) {
+    log_error("unknown checksum '{}' (xxh128, sha256, none)", o.checksum);
+    return kExitUsage;
+  }
+  ConnectOptions co;
+  if (!parse_transport(o.transport, co.kind)) {
+    log_error("unknown transport '{}' (auto, rdma, tcp)", o.transport);
+    return kExitUsage;
+  }
+  co.rdma_port = o.rdma_port;
+  co.tcp_port = o.tcp_port;
+  co.max_chunk = o.chunk_kib * 1024;
+
+  std::vector<std::string> srcs(o.args.begin(), o.args.end() - 1);
+  const std::string& dst = o.args.back();
+  auto rdst = parse_remote(dst);
+  std::vector<std::optional<Remote>> rsrcs;
+  size_t nremote = 0;
+  for (auto& s : srcs) {
+    rsrcs.push_back(parse_remote(s));
+    if (rsrcs.back()) ++nremote;
+  }
+  const bool push = rdst.has_value();
+  if (push && nremote > 0) {
+    log_error("copies between two remote hosts are not supported; one side must be local");
+    return kExitUsage;
+  }
+  if (!push && nremote != srcs.size()) {
+    log_error("{}", nremote == 0 ? "neither side is remote (HOST:MODULE/PATH); use cp for local copies"
+                                 : "all sources of a pull must be remote");
+    return kExitUsage;
+  }
+  SessionOptions so = session_options(o, *algo);
+  const auto t0 = std::chrono::steady_clock::now();
+  TransferStats total;
+  std::string carried_by;
+
+  auto open_session = [&](const std::string& host) -> Result<std::unique_ptr<Transport>> {
+    std::string note;
+    auto t = connect_transport(host, co, note);
+    if (!t.ok()) return t.error();
+    if (!note.empty() && !o.quiet) std::fprintf(stderr, "rcp: %s\n", note.c_str());
+    auto& tr = *t.value();
+    if (!(tr.negotiated().checksums & (1u << static_cast<int>(*algo))))
+      return make_error(ENOTSUP, fmt::format("{} does not support checksum {}", tr.peer(), o.checksum));
+    carried_by = tr.name();
+    log_info("connected to {} over {}", tr.peer(), tr.describe());
+    return t;
+  };
+
+  if (push) {
+    const uint16_t flags = (srcs.size() > 1 ? wire::kOpenMulti : 0) | (o.fsync ? wire::kOpenFsync : 0);
+    auto t = open_session(rdst->host);
+    if (!t.ok()) {
+      log_error("{}", t.error().message());
+      return kExitConnect;
+    }
+    Channel ch(*t.value());
+    so.chunk_size = std::min(so.chunk_size, t.value()->negotiated().max_chunk);
+    if (auto s = ch.send(wire::Open{wire::Op::put, *algo, flags, rdst->module_path}); !s.ok()) {
+      log_error("{}", s.error().message());
+      return kExitConnect;
+    }
+    auto ok = ch.receive(so.idle_timeout_ms, &g_cancel);
+    if (!ok.ok()) {
+      log_error("{}: {}", dst, ok.error().message());
+      return kExitConnect;
+    }
+    std::vector<SourceOpener> files;
+    for (auto& s : srcs)
+      files.push_back([s]() { return open_source_file(AT_FDCWD, s, s, false); });
+    auto st = run_source(ch, std::move(files), so);
+    if (!st.ok()) {
+      log_error("{}", st.error().message());
+      return g_cancel ? kExitInterrupted : kExitConnect;
+    }
+    total = std::move(st.value());
+  } else {
+    const std::string host = rsrcs.front()->host;
+    for (auto& r : rsrcs)
+      if (r->host != host) {
+        log_error("all sources of a pull must be on one host");
+        return kExitUsage;
+      }
+    auto dest = resolve_destination_local(dst, srcs.size() > 1);
+    if (!dest.ok()) {
+      log_error("{}", dest.error().message());
+      return kExitUsage;
+    }
+    for (auto& r : rsrcs) {
+      auto t = open_session(host);
+      if (!t.ok()) {
+        log_error("{}", t.error().message());
+        return kExitConnect;
+      }
+      Channel ch(*t.value());
+      const uint16_t flags = o.fsync ? wire::kOpenFsync : 0;
+      if (auto s = ch.send(wire::Open{wire::Op::get, *algo, flags, r->module_path}); !s.ok()) {
+        log_error("{}", s.error().message());
+        return kExitConnect;
+      }
+      auto ok = ch.receive(so.idle_timeout_ms, &g_cancel);
+      if (!ok.ok()) {
+        ++total.files_failed;
+        total.errors.push_back(fmt::format("{}:{}: {}", host, r->module_path, ok.error().message()));
+        continue;
+      }
+      auto st = run_sink(ch, dest.value(), so);
+      if (!st.ok()) {
+        log_error("{}", st.error().message());
+        return g_cancel ? kExitInterrupted : kExitConnect;
+      }
+      total.bytes += st->bytes;
+      total.files_ok += st->files_ok;
+      total.files_failed += st->files_failed;
+      for (auto& e : st->errors) total.errors.push_back(e);
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (o.verbose > 0) {
+    std::fprintf(stderr, "rcp: %s: %u file(s), %llu bytes in %.3f s, %.1f MB/s, checksum %s\n",
+                 carried_by.c_str(), total.files_ok, static_cast<unsigned long long>(total.bytes), secs,
+                 secs > 0 ? static_cast<double>(total.bytes) / secs / 1e6 : 0.0, checksum_name(*algo));
+  }
+  return report_errors(total);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"rcp - copy files over RDMA (or TCP) to and from an rcpd daemon, verified end to end.\n"
+               "  push: rcp [OPTIONS] FILE... HOST:MODULE/PATH\n"
+               "  pull: rcp [OPTIONS] HOST:MODULE/PATH... DEST",
+               "rcp"};
+  app.add_option("paths", o.args, "SRC... DEST; a remote side is HOST:MODULE/PATH")->required()->expected(2, -1);
+  app.add_flag("-v,--verbose", o.verbose, "say which transport and device carried the copy, and the throughput");
+  app.add_flag("-q,--quiet", o.quiet, "print only errors");
+  app.add_option("--transport", o.transport, "auto (RDMA if possible, else TCP), rdma or tcp")->capture_default_str();
+  app.add_option("--checksum", o.checksum, "per-chunk digest: xxh128, sha256 or none")->capture_default_str();
+  app.add_option("-P,--port", o.rdma_port, "daemon's rdma_cm port")->capture_default_str();
+  app.add_option("--tcp-port", o.tcp_port, "daemon's TCP port")->capture_default_str();
+  app.add_option("--chunk-size", o.chunk_kib, "chunk size in KiB")->capture_default_str()->check(CLI::Range(4, 65536));
+  app.add_option("--window", o.window, "chunks in flight (buffer pool = window x chunk size)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_flag("--fsync", o.fsync, "fsync each file before renaming it into place");
+  app.set_version_flag("--version", std::string("rcp ") + RCP_VERSION);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitUsage;
+  }
+  set_log_prefix("rcp");
+  set_log_level(o.quiet ? LogLevel::error : o.verbose > 1 ? LogLevel::debug : o.verbose ? LogLevel::info : LogLevel::error);
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return run(o);
+}

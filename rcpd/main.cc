@@ -1,0 +1,317 @@
+// rcpd: the daemon. Parses options, opens the exports, listens on rdma_cm
+// and TCP, and runs one session per connection on its own thread. A session
+// that fails costs only its own connection.
+#include <CLI/CLI.hpp>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <fmt/core.h>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "fs/path.h"
+#include "session/session.h"
+#include "transport/connect.h"
+#include "transport/rdma/rdma_transport.h"
+#include "transport/tcp/tcp_transport.h"
+#include "util/log.h"
+
+namespace {
+
+using namespace rcp;
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+
+struct Export {
+  std::string dir;
+  Fd root;
+};
+
+struct Daemon {
+  std::map<std::string, Export> exports;
+  uint32_t chunk_size = 1u << 20;
+  uint32_t window = 16;
+  uint32_t max_connections = 64;
+  std::atomic<uint32_t> active{0};
+  std::mutex mu;
+  std::condition_variable cv;
+};
+
+SessionOptions session_options(const Daemon& d, Checksum algo, bool fsync) {
+  SessionOptions s;
+  s.checksum = algo;
+  s.chunk_size = d.chunk_size;
+  s.slots = d.window;
+  s.block_size = std::min<uint32_t>(64u << 10, d.chunk_size);
+  s.blocks = d.window * blocks_for(d.chunk_size, s.block_size);
+  s.fsync = fsync;
+  s.cancel = &g_stop;
+  s.faults = Faults::from_env();
+  return s;
+}
+
+/// Handles one connection from its OPEN to its end. Every failure is sent to
+/// the client and logged; nothing escapes this function.
+void serve(Daemon& d, Transport& t) {
+  Channel ch(t);
+  auto first = ch.receive(10000, &g_stop);
+  if (!first.ok()) {
+    log_error("{}: {}", t.peer(), first.error().message());
+    return;
+  }
+  auto* open = std::get_if<wire::Open>(&first.value());
+  auto refuse = [&](const Error& e) {
+    log_error("{}: {}", t.peer(), e.message());
+    (void)ch.send(wire::ErrorMsg{e.code, e.context});
+    // Give the message a moment to leave before the connection closes.
+    std::vector<TransportEvent> ev;
+    for (int i = 0; i < 100 && t.send_pending(); ++i) {
+      (void)t.poll(ev);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  };
+  if (!open) return refuse(make_error(EPROTO, "expected OPEN as the first message"));
+  if (!(supported_checksums() & (1u << static_cast<int>(open->checksum))))
+    return refuse(make_error(ENOTSUP, "unsupported checksum"));
+  auto [module, rest] = split_module(open->path);
+  auto ex = d.exports.find(module);
+  if (ex == d.exports.end()) return refuse(make_error(ENOENT, "unknown module '" + module + "'"));
+  auto rel = clean_relative(rest);
+  if (!rel.ok()) return refuse(rel.error());
+  const std::string shown = module + (rel->empty() ? "" : "/" + rel.value());
+  SessionOptions so = session_options(d, open->checksum, open->flags & wire::kOpenFsync);
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<TransferStats> st = TransferStats{};
+  if (open->op == wire::Op::put) {
+    auto dest = resolve_destination_beneath(ex->second.root.get(), rel.value(), open->flags & wire::kOpenMulti, shown);
+    if (!dest.ok()) return refuse(dest.error());
+    if (auto s = ch.send(wire::OpenOk{static_cast<uint8_t>(dest->is_dir)}); !s.ok()) return refuse(s.error());
+    st = run_sink(ch, dest.value(), so);
+  } else {
+    auto src = open_source_file(ex->second.root.get(), rel.value(), shown, true);
+    if (!src.ok()) return refuse(src.error());
+    if (auto s = ch.send(wire::OpenOk{0}); !s.ok()) return refuse(s.error());
+    so.chunk_size = std::min(so.chunk_size, t.negotiated().max_chunk);
+    auto holder = std::make_shared<SourceFile>(std::move(src.value()));
+    std::vector<SourceOpener> files{[holder]() -> Result<SourceFile> { return std::move(*holder); }};
+    st = run_source(ch, std::move(files), so);
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!st.ok()) {
+    log_error("{} {} {}: {}", t.peer(), open->op == wire::Op::put ? "put" : "get", shown, st.error().message());
+    return;
+  }
+  for (auto& e : st->errors) log_error("{}: {}", t.peer(), e);
+  log_info("{} {} {} over {}: {} file(s) ok, {} failed, {} bytes in {:.3f} s", t.peer(),
+           open->op == wire::Op::put ? "put" : "get", shown, t.name(), st->files_ok, st->files_failed, st->bytes, secs);
+}
+
+/// Runs fn on its own thread, counted so shutdown can wait for it.
+template <typename F>
+void spawn(Daemon& d, F fn) {
+  d.active++;
+  std::thread([&d, fn = std::move(fn)]() mutable {
+    fn();
+    std::lock_guard lk(d.mu);
+    d.active--;
+    d.cv.notify_all();
+  }).detach();
+}
+
+int run(Daemon& d, const std::string& listen, uint16_t rdma_port, uint16_t tcp_port, TransportKind kind) {
+  std::string host = listen;
+  if (host == "*" ) host.clear();
+  std::unique_ptr<RdmaListener> rl;
+  Fd tl;
+  if (kind != TransportKind::tcp) {
+    if (!rdma_devices_present()) {
+      if (kind == TransportKind::rdma) {
+        log_error("--transport rdma: this host has no RDMA device");
+        return 1;
+      }
+      log_info("no RDMA device on this host; serving TCP only");
+    } else {
+      auto l = RdmaListener::listen(host, rdma_port);
+      if (!l.ok()) {
+        if (kind == TransportKind::rdma) {
+          log_error("{}", l.error().message());
+          return 1;
+        }
+        log_error("RDMA listener not started ({}); serving TCP only", l.error().message());
+      } else {
+        rl = std::move(l.value());
+        log_info("listening on rdma {}", rl->address());
+      }
+    }
+  }
+  if (kind != TransportKind::rdma) {
+    auto l = tcp_listen(host, tcp_port);
+    if (!l.ok()) {
+      log_error("{}", l.error().message());
+      return 1;
+    }
+    tl = std::move(l.value());
+    log_info("listening on tcp {}:{}", host.empty() ? "*" : host, tcp_port);
+  }
+  Fd ep(::epoll_create1(EPOLL_CLOEXEC));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  if (rl) {
+    ev.data.u32 = 1;
+    ::epoll_ctl(ep.get(), EPOLL_CTL_ADD, rl->fd(), &ev);
+  }
+  if (tl.valid()) {
+    ev.data.u32 = 2;
+    ::epoll_ctl(ep.get(), EPOLL_CTL_ADD, tl.get(), &ev);
+  }
+  std::fprintf(stderr, "rcpd: ready\n");
+  while (!g_stop) {
+    epoll_event out[4];
+    int n = ::epoll_wait(ep.get(), out, 4, 500);
+    for (int i = 0; i < n; ++i) {
+      if (out[i].data.u32 == 1) {
+        RdmaOptions ro;
+        ro.max_chunk = d.chunk_size;
+        auto t = rl->accept_next(ro);
+        if (!t.ok()) {
+          log_error("{}", t.error().message());
+          continue;
+        }
+        if (!t.value()) continue;
+        if (d.active >= d.max_connections) {
+          log_error("refusing {}: {} connections already", t.value()->peer(), d.active.load());
+          continue;
+        }
+        std::shared_ptr<Transport> tr(std::move(t.value()));
+        spawn(d, [&d, tr]() { serve(d, *tr); });
+      } else {
+        sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = ::accept4(tl.get(), reinterpret_cast<sockaddr*>(&ss), &sl, SOCK_CLOEXEC);
+        if (fd < 0) continue;
+        Fd sock(fd);
+        if (d.active >= d.max_connections) {
+          log_error("refusing a TCP connection: {} connections already", d.active.load());
+          continue;
+        }
+        char host_s[64] = "?";
+        uint16_t port = 0;
+        if (ss.ss_family == AF_INET) {
+          auto* in = reinterpret_cast<sockaddr_in*>(&ss);
+          inet_ntop(AF_INET, &in->sin_addr, host_s, sizeof host_s);
+          port = ntohs(in->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+          auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
+          inet_ntop(AF_INET6, &in6->sin6_addr, host_s, sizeof host_s);
+          port = ntohs(in6->sin6_port);
+        }
+        std::string peer = fmt::format("{}:{}", host_s, port);
+        auto shared = std::make_shared<Fd>(std::move(sock));
+        spawn(d, [&d, shared, peer]() {
+          TcpOptions to;
+          to.max_chunk = d.chunk_size;
+          to.timeout_ms = 5000;
+          auto t = tcp_accept(std::move(*shared), peer, to);
+          if (!t.ok()) {
+            log_error("tcp connection from {} refused: {}", peer, t.error().message());
+            return;
+          }
+          serve(d, *t.value());
+        });
+      }
+    }
+  }
+  log_info("shutting down; waiting for {} session(s)", d.active.load());
+  std::unique_lock lk(d.mu);
+  d.cv.wait_for(lk, std::chrono::seconds(10), [&] { return d.active == 0; });
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Daemon d;
+  std::string listen = "*";
+  std::vector<std::string> exports;
+  std::string transport = "auto";
+  uint16_t rdma_port = kDefaultRdmaPort, tcp_port = kDefaultTcpPort;
+  int verbose = 0;
+  uint32_t chunk_kib = 1024;
+  CLI::App app{"rcpd - export directories to rcp clients over RDMA and TCP", "rcpd"};
+  app.add_option("--listen", listen, "address to listen on, ADDR or ADDR:PORT (rdma_cm port); * for all")
+      ->capture_default_str();
+  app.add_option("--export", exports, "NAME=DIR: serve DIR as module NAME (repeatable)")->required();
+  app.add_option("--transport", transport, "auto (RDMA where a device exists, and TCP), rdma or tcp")
+      ->capture_default_str();
+  app.add_option("-P,--port", rdma_port, "rdma_cm port")->capture_default_str();
+  app.add_option("--tcp-port", tcp_port, "TCP port")->capture_default_str();
+  app.add_option("--chunk-size", chunk_kib, "largest chunk in KiB")->capture_default_str()->check(CLI::Range(4, 65536));
+  app.add_option("--window", d.window, "chunks in flight per connection")->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--max-connections", d.max_connections, "sessions served at once")->capture_default_str();
+  app.add_flag("-v,--verbose", verbose, "log each session (twice: debug)");
+  app.set_version_flag("--version", std::string("rcpd ") + RCP_VERSION);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  set_log_prefix("rcpd");
+  set_log_level(verbose > 1 ? LogLevel::debug : verbose ? LogLevel::info : LogLevel::error);
+  d.chunk_size = chunk_kib * 1024;
+  TransportKind kind;
+  if (!parse_transport(transport, kind)) {
+    log_error("unknown transport '{}'", transport);
+    return 2;
+  }
+  // ADDR:PORT sets the rdma_cm port; a bare IPv6 address needs brackets.
+  if (!listen.empty() && listen.front() == '[') {
+    size_t rb = listen.find(']');
+    if (rb != std::string::npos && rb + 1 < listen.size() && listen[rb + 1] == ':')
+      rdma_port = static_cast<uint16_t>(std::stoi(listen.substr(rb + 2)));
+    listen = listen.substr(1, rb == std::string::npos ? std::string::npos : rb - 1);
+  } else if (auto c = listen.rfind(':'); c != std::string::npos && listen.find(':') == c) {
+    rdma_port = static_cast<uint16_t>(std::stoi(listen.substr(c + 1)));
+    listen = listen.substr(0, c);
+  }
+  for (auto& e : exports) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == e.size()) {
+      log_error("--export '{}': expected NAME=DIR", e);
+      return 2;
+    }
+    std::string name = e.substr(0, eq), dir = e.substr(eq + 1);
+    if (!is_plain_name(name)) {
+      log_error("--export '{}': module name must be a plain name", e);
+      return 2;
+    }
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+      log_error("--export {}: cannot open directory '{}': {}", name, dir, std::strerror(errno));
+      return 1;
+    }
+    d.exports[name] = Export{dir, Fd(fd)};
+  }
+  rlimit ml{};
+  if (getrlimit(RLIMIT_MEMLOCK, &ml) == 0 && ml.rlim_cur != RLIM_INFINITY && geteuid() != 0 &&
+      ml.rlim_cur < uint64_t{d.chunk_size} * d.window * 4)
+    log_error("RLIMIT_MEMLOCK is {} KiB; registering buffers may fail (raise `ulimit -l` or LimitMEMLOCK)",
+              ml.rlim_cur / 1024);
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return run(d, listen, rdma_port, tcp_port, kind);
+}

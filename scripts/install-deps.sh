@@ -1,0 +1,79 @@
+#!/bin/bash
+# install-deps.sh -- install everything needed to build and test rcp on Debian 12 (bookworm).
+#
+# Usage (as root):  scripts/install-deps.sh [--no-vm] [--dry-run]
+#   --no-vm     skip the packages only needed by the soft-RoCE test VM (tests/vm/rxe-run):
+#               qemu-system-x86 linux-image-amd64 busybox-static cpio
+#   --dry-run   only print which packages are missing
+#
+# Idempotent: packages are checked with dpkg-query first; `apt-get update` and
+# `apt-get install` only run when something is missing.
+#
+# linux-image-amd64 is installed only so that tests/vm/rxe-run can boot it under QEMU; it
+# is never booted on the host.  The install is run with INITRD=No, which makes
+# /etc/kernel/postinst.d/initramfs-tools skip building an initramfs for it (slow, and
+# useless to us: rxe-run builds its own tiny one).  Later `update-initramfs -u` triggers
+# only refresh initramfs images that already exist, so nothing is generated then either.
+set -euo pipefail
+
+prog=install-deps.sh
+
+build_pkgs=(
+    build-essential cmake pkg-config ninja-build
+    libibverbs-dev librdmacm-dev liburing-dev libssl-dev libcli11-dev doctest-dev libxxhash-dev
+)
+runtime_pkgs=(
+    ibverbs-providers rdma-core ibverbs-utils rdmacm-utils perftest iproute2 kmod
+    iperf3 rsync
+)
+vm_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
+
+with_vm=1
+dry_run=0
+for arg in "$@"; do
+    case "$arg" in
+        --no-vm) with_vm=0 ;;
+        --dry-run|-n) dry_run=1 ;;
+        -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+        *) echo "$prog: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+pkgs=("${build_pkgs[@]}" "${runtime_pkgs[@]}")
+[ $with_vm = 1 ] && pkgs+=("${vm_pkgs[@]}")
+
+if [ -r /etc/os-release ]; then
+    . /etc/os-release
+    if [ "${ID:-}" != debian ] || [ "${VERSION_ID:-}" != 12 ]; then
+        echo "$prog: warning: written for Debian 12, this is ${PRETTY_NAME:-unknown}" >&2
+    fi
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+    [ "$status" = installed ] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "$prog: all ${#pkgs[@]} packages already installed$([ $with_vm = 0 ] && echo ' (VM packages skipped)')"
+    exit 0
+fi
+echo "$prog: missing: ${missing[*]}"
+[ $dry_run = 1 ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+    if command -v sudo >/dev/null; then
+        echo "$prog: not root, re-running with sudo"
+        exec sudo -- "$0" "$@"
+    fi
+    echo "$prog: error: must be run as root" >&2
+    exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+echo "$prog: apt-get update"
+apt-get update -q
+echo "$prog: apt-get install ${missing[*]}"
+INITRD=No apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "$prog: done"
