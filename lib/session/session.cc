@@ -171,6 +171,9 @@ Status run_loop(Channel& ch, Ring& ring, Role& role, const SessionOptions& opt) 
     events.clear();
     RCP_TRY(ch.poll(events));
     for (auto& e : events) {
+      // Once the role is done, a close that arrived with its last message is
+      // the peer hanging up as agreed, not a failure.
+      if (role.finished()) break;
       progress = true;
       RCP_TRY(role.on_event(e));
     }

@@ -299,7 +299,6 @@ class RdmaTransport final : public Transport {
 
   Status poll(std::vector<TransportEvent>& events) override {
     if (closed_) return {};
-    poll_cm(events);
     // Consume completion-channel wakeups; acks are batched (each ack takes a lock).
     ibv_cq* ev_cq;
     void* ev_ctx;
@@ -319,6 +318,9 @@ class RdmaTransport final : public Transport {
       for (int i = 0; i < n; ++i) handle_wc(wc[i], events);
       if (n < 32) break;
     }
+    // Connection events after completions: a message that arrived before
+    // the peer hung up (say, its error report) is delivered before the close.
+    poll_cm(events);
     if (!closed_) {
       Status st = flush();
       if (!st.ok()) close_with(events, st.error().message());
@@ -575,19 +577,47 @@ Result<std::unique_ptr<RdmaListener>> RdmaListener::listen(const std::string& ho
   return std::unique_ptr<RdmaListener>(std::move(l));
 }
 
-Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_t port, const RdmaOptions& opt) {
+namespace {
+
+/// Resolves address and route on a fresh channel and id. Split out so a
+/// timed-out attempt can be thrown away whole: an id still resolving cannot
+/// be asked again.
+Result<std::pair<rdma::EventChannel, rdma::CmId>> resolve_once(sockaddr_storage& dst, int timeout_ms,
+                                                               const std::string& where) {
   rdma::EventChannel ch(rdma_create_event_channel());
   if (!ch) return sys_error("rdma_create_event_channel (is an RDMA device present?)");
   rdma_cm_id* raw = nullptr;
   if (rdma_create_id(ch.get(), &raw, nullptr, RDMA_PS_TCP) != 0) return sys_error("rdma_create_id");
   rdma::CmId id(raw);
+  if (rdma_resolve_addr(raw, nullptr, reinterpret_cast<sockaddr*>(&dst), timeout_ms) != 0)
+    return sys_error(where + ": rdma_resolve_addr");
+  // Wait a little longer than rdma_cm's own timeout so its ADDR_ERROR is seen.
+  RCP_TRY(wait_cm_event(ch.get(), RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms + 1000, where + ": resolve address"));
+  if (rdma_resolve_route(raw, timeout_ms) != 0) return sys_error(where + ": rdma_resolve_route");
+  RCP_TRY(wait_cm_event(ch.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, timeout_ms + 1000, where + ": resolve route"));
+  return std::make_pair(std::move(ch), std::move(id));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_t port, const RdmaOptions& opt) {
   RCP_ASSIGN(sockaddr_storage dst, resolve(host, port, false));
   const std::string where = fmt::format("rdma connect to {}", sockaddr_string(reinterpret_cast<sockaddr*>(&dst)));
-  if (rdma_resolve_addr(raw, nullptr, reinterpret_cast<sockaddr*>(&dst), opt.timeout_ms) != 0)
-    return sys_error(where + ": rdma_resolve_addr");
-  RCP_TRY(wait_cm_event(ch.get(), RDMA_CM_EVENT_ADDR_RESOLVED, opt.timeout_ms, where + ": resolve address"));
-  if (rdma_resolve_route(raw, opt.timeout_ms) != 0) return sys_error(where + ": rdma_resolve_route");
-  RCP_TRY(wait_cm_event(ch.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, opt.timeout_ms, where + ": resolve route"));
+  // Address resolution needs the peer's neighbour entry; when it is not
+  // cached, the kernel's first resolution can miss its window (seen on
+  // soft-RoCE: a 10 s wait on a cold ARP cache, then instant). So: short
+  // attempts, repeated, within the overall timeout.
+  const int attempt_ms = std::min(opt.timeout_ms, 2000);
+  const int attempts = std::max(1, opt.timeout_ms / attempt_ms);
+  Result<std::pair<rdma::EventChannel, rdma::CmId>> r = make_error(ETIMEDOUT, where);
+  for (int i = 0; i < attempts; ++i) {
+    r = resolve_once(dst, attempt_ms, where);
+    if (r.ok() || (r.error().code != ETIMEDOUT && r.error().code != EHOSTUNREACH && r.error().code != ENODATA)) break;
+    log_debug("{}: {} (attempt {} of {})", where, r.error().message(), i + 1, attempts);
+  }
+  if (!r.ok()) return r.error();
+  rdma::EventChannel ch = std::move(r.value().first);
+  rdma::CmId id = std::move(r.value().second);
   rdma_event_channel* chp = ch.get();
   auto t = std::make_unique<RdmaTransport>(std::move(ch), std::move(id), opt);
   RCP_TRY(t->setup());

@@ -1,0 +1,36 @@
+#!/bin/bash
+# The whole test suite, from a fresh Debian 12 machine: installs what is missing, builds the
+# plain and the ASan+UBSan variants, runs unit and TCP-loopback integration tests (ctest) for
+# both, then the RDMA tier — the same integration suite over real verbs — for both builds in
+# one soft-RoCE guest boot (natively instead when this host has an RDMA device).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+t0=$(date +%s)
+status=0
+step() { echo; echo "=== $* ($(( $(date +%s) - t0 )) s)"; }
+
+step "install dependencies"
+bash scripts/install-deps.sh || exit 1
+
+step "build (plain and ASan+UBSan)"
+bash scripts/build.sh || exit 1
+bash scripts/build.sh --asan || exit 1
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+for b in build build-asan; do
+  step "unit + TCP integration tests ($b)"
+  (cd "$b" && ctest --output-on-failure) || status=1
+done
+
+step "RDMA tier (soft-RoCE)"
+if ls /sys/class/infiniband 2>/dev/null | grep -q .; then
+  echo "this host has RDMA devices: running the RDMA tier natively"
+  bash tests/vm/rdma_tier.sh build build-asan || status=1
+else
+  echo "this host's kernel has no RDMA: running the RDMA tier in a soft-RoCE guest (tests/vm/rxe-run)"
+  tests/vm/rxe-run -- bash tests/vm/rdma_tier.sh build build-asan || status=1
+fi
+
+step "done: $([ $status = 0 ] && echo ALL PASSED || echo FAILURES)"
+exit $status

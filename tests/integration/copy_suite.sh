@@ -1,0 +1,202 @@
+#!/bin/bash
+# Proves, with real rcpd and rcp processes over a real connection (TCP on loopback, or verbs
+# over soft-RoCE in the test guest), that copies arrive byte-exact both ways, that corruption,
+# killed clients and escape attempts lose nothing and leak nothing, and the daemon keeps serving.
+#
+# usage: copy_suite.sh --bin DIR --transport tcp|rdma [--addr ADDR] [--work DIR]
+#   --addr   address the daemon listens on and the client connects to
+#            (default 127.0.0.1; in the soft-RoCE guest $RXE_ADDR_B)
+# Prints PASS/FAIL lines and ends with "N passed, N failed"; exit status 1 if any failed.
+set -u
+bin= transport=tcp addr=127.0.0.1 work=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) bin=$2; shift 2 ;;
+    --transport) transport=$2; shift 2 ;;
+    --addr) addr=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    *) echo "copy_suite: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$bin" ] || { echo "copy_suite: --bin DIR is required" >&2; exit 2; }
+RCP=$(cd "$bin/../rcp" 2>/dev/null && pwd)/rcp; [ -x "$RCP" ] || RCP=$bin/rcp
+RCPD=$(cd "$bin/../rcpd" 2>/dev/null && pwd)/rcpd; [ -x "$RCPD" ] || RCPD=$bin/rcpd
+for b in "$RCP" "$RCPD"; do [ -x "$b" ] || { echo "copy_suite: $b not built" >&2; exit 2; }; done
+if [ "$transport" = rdma ] && ! ls /sys/class/infiniband/ 2>/dev/null | grep -q .; then
+  echo "copy_suite: SKIPPING THE WHOLE RDMA TIER: no RDMA device on this host (run it in tests/vm/rxe-run)" >&2
+  exit 77
+fi
+
+[ -n "$work" ] || work=$(mktemp -d /tmp/rcp-suite.XXXXXX)
+mkdir -p "$work"
+exp=$work/export out=$work/out src=$work/src outside=$work/outside
+rm -rf "$exp" "$out" "$src" "$outside"
+mkdir -p "$exp" "$out" "$src" "$outside"
+# Ports unique to this run, so the plain and the sanitizer runs never collide.
+base=$(( 20000 + ($$ % 20000) ))
+rport=$base tport=$((base + 1))
+pass=0 fail=0
+log() { echo "copy_suite[$transport]: $*"; }
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+
+dlog=$work/rcpd.log
+start_daemon() {  # [ENV=VAL ...] : starts rcpd, waits until it is ready
+  env "$@" "$RCPD" --listen "$addr:$rport" --tcp-port "$tport" --transport "$transport" \
+      --export data="$exp" --export other="$outside" -v >> "$dlog" 2>&1 &
+  dpid=$!
+  for _ in $(seq 100); do grep -q "rcpd: ready" "$dlog" 2>/dev/null && return 0; sleep 0.05; done
+  echo "rcpd did not start:"; cat "$dlog"; exit 1
+}
+stop_daemon() {
+  kill -TERM "$dpid" 2>/dev/null; wait "$dpid"; drc=$?
+  : > "$dlog.done"
+}
+rcp() { timeout 120 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" "$@"; }
+no_temps() { [ -z "$(find "$1" -name '.*.rcp-*' 2>/dev/null)" ]; }
+
+# Objects the suite copies.
+head -c 0 /dev/urandom > "$src/size0"
+head -c 1 /dev/urandom > "$src/size1"
+head -c 4095 /dev/urandom > "$src/size4095"
+head -c $((1048576 + 1)) /dev/urandom > "$src/size1M+1"
+head -c $((48 * 1048576)) /dev/urandom > "$src/size48M"
+head -c 100000 /dev/urandom > "$src/name with spaces é 日本"
+
+start_daemon
+log "rcp $("$RCP" --version)  rcpd $("$RCPD" --version)  daemon on $addr ports $rport/$tport"
+
+# --- push and pull of edge sizes, byte-compared
+for f in size0 size1 size4095 size1M+1 size48M; do
+  rcp -v "$src/$f" "$addr:data/$f" 2> "$work/err"
+  rc=$?
+  check "push $f" test $rc = 0 -a -f "$exp/$f"
+  cmp -s "$src/$f" "$exp/$f" && ok "push $f byte-exact" || bad "push $f byte-exact" "$(tail -2 "$work/err")"
+  rm -f "$out/$f"
+  rcp -v "$addr:data/$f" "$out/$f" 2> "$work/err"
+  rc=$?
+  check "pull $f" test $rc = 0
+  cmp -s "$src/$f" "$out/$f" && ok "pull $f byte-exact" || bad "pull $f byte-exact" "$(tail -2 "$work/err")"
+done
+# -v names the transport and device that carried the copy, and the throughput
+if [ "$transport" = rdma ]; then
+  check "-v names the rdma device" grep -q "rcp: rdma rxe[0-9].*MB/s" "$work/err"
+else
+  check "-v names tcp" grep -q "rcp: tcp: .*MB/s" "$work/err"
+fi
+
+# --- a directory as DEST, several sources, odd names
+mkdir -p "$exp/dir"
+rcp "$src/size4095" "$src/name with spaces é 日本" "$addr:data/dir"
+check "push several files into a directory" cmp -s "$src/name with spaces é 日本" "$exp/dir/name with spaces é 日本"
+check "push into a directory keeps the name" cmp -s "$src/size4095" "$exp/dir/size4095"
+mkdir -p "$out/d"
+rcp "$addr:data/dir/name with spaces é 日本" "$out/d"
+check "pull into a directory keeps the name" cmp -s "$src/name with spaces é 日本" "$out/d/name with spaces é 日本"
+rcp "$src/size4095" "$src/size1" "$addr:data/size1" 2> "$work/err"
+rc=$?
+check "several sources to a file destination is refused" test $rc != 0
+check "  ... and says the destination is not a directory" grep -q "not a directory" "$work/err"
+
+# --- checksums: sha256 and none
+rcp --checksum sha256 "$src/size1M+1" "$addr:data/sha" && cmp -s "$src/size1M+1" "$exp/sha"
+check "push with sha256" test $? = 0
+rcp --checksum none "$addr:data/sha" "$out/none" && cmp -s "$src/size1M+1" "$out/none"
+check "pull with checksum none" test $? = 0
+
+# --- corruption: a chunk corrupted at the source fails twice, nothing reaches the destination
+RCP_TEST_FAULT=source-corrupt=2 rcp "$src/size48M" "$addr:data/corrupt" 2> "$work/err"
+rc=$?
+check "corrupted chunk fails the copy (exit 1)" test $rc = 1
+check "  ... naming the verification failure" grep -q "failed xxh128 verification twice" "$work/err"
+check "  ... and leaves nothing at the destination" test ! -e "$exp/corrupt"
+check "  ... nor a temp file" no_temps "$exp"
+# a chunk corrupted once on arrival is fetched again and the copy succeeds
+RCP_TEST_FAULT=sink-corrupt-once=1 rcp "$addr:data/size48M" "$out/refetch" 2> "$work/err"
+rc=$?
+check "chunk corrupted once is re-fetched and the copy succeeds" test $rc = 0
+check "  ... byte-exact" cmp -s "$src/size48M" "$out/refetch"
+
+# --- escape attempts are refused with a clear error and touch nothing outside
+echo secret > "$outside/secret"
+ln -sfn "$outside" "$exp/link-out"
+ln -sfn "$outside/secret" "$exp/secret-link"
+ln -sfn /etc "$exp/etc-link"
+esc() {  # NAME EXPECTED-TEXT rcp-args...
+  local name=$1 want=$2; shift 2
+  rcp "$@" 2> "$work/err"; local rc=$?
+  if [ $rc != 0 ] && grep -q -- "$want" "$work/err"; then ok "$name"; else bad "$name" "rc=$rc $(cat "$work/err")"; fi
+}
+esc "pull ../ refused" "may not leave the export" "$addr:data/../outside/secret" "$out/esc1"
+esc "push ../ refused" "may not leave the export" "$src/size1" "$addr:data/../outside/evil"
+esc "pull absolute path refused" "absolute path" "$addr:data//etc/passwd" "$out/esc2"
+esc "pull through a symlink out refused" "outside the export" "$addr:data/secret-link" "$out/esc3"
+esc "pull through a directory symlink out refused" "outside the export" "$addr:data/etc-link/passwd" "$out/esc4"
+esc "push through a directory symlink out refused" "outside the export" "$src/size1" "$addr:data/link-out/evil"
+esc "unknown module refused" "unknown module" "$addr:nosuch/x" "$out/esc5"
+check "nothing was written outside the export" test ! -e "$outside/evil"
+check "nothing was read from outside the export" test ! -e "$out/esc1" -a ! -e "$out/esc3" -a ! -e "$out/esc4"
+
+# --- a client killed mid-push: no file at the target, temp file removed, daemon serves the next client
+RCP_TEST_FAULT=source-delay-ms=40 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" \
+    "$src/size48M" "$addr:data/killed" 2>/dev/null &
+cpid=$!
+for _ in $(seq 100); do [ -n "$(find "$exp" -name '.killed.rcp-*')" ] && break; sleep 0.05; done
+check "killed-push test reached mid-copy (temp file exists)" test -n "$(find "$exp" -name '.killed.rcp-*')"
+sleep 0.3
+kill -9 $cpid; wait $cpid 2>/dev/null
+for _ in $(seq 100); do no_temps "$exp" && break; sleep 0.1; done
+check "killed client: nothing at the target name" test ! -e "$exp/killed"
+check "killed client: the daemon removed its temp file" no_temps "$exp"
+rcp "$src/size1M+1" "$addr:data/after-kill"
+check "daemon serves the next client after a kill" cmp -s "$src/size1M+1" "$exp/after-kill"
+# a pulling client interrupted with SIGTERM removes its own temp file
+RCP_TEST_FAULT=source-delay-ms=40 true  # (the delay must be on the daemon side for a pull: restart below)
+stop_daemon
+start_daemon RCP_TEST_FAULT=source-delay-ms=40
+"$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" "$addr:data/size48M" "$out/interrupted" 2>/dev/null &
+cpid=$!
+for _ in $(seq 100); do [ -n "$(find "$out" -name '.interrupted.rcp-*')" ] && break; sleep 0.05; done
+sleep 0.3
+kill -TERM $cpid; wait $cpid; crc=$?
+check "interrupted pull exits non-zero" test $crc != 0
+check "interrupted pull: nothing at the target name" test ! -e "$out/interrupted"
+check "interrupted pull: its temp file is removed" no_temps "$out"
+stop_daemon
+start_daemon
+rcp "$addr:data/size4095" "$out/after-term"
+check "daemon serves the next client after an interrupted pull" cmp -s "$src/size4095" "$out/after-term"
+
+# --- transport-specific checks
+if [ "$transport" = rdma ]; then
+  # every QP and MR of finished sessions is released (the daemon stays up)
+  sleep 0.5
+  if command -v rdma >/dev/null; then
+    qps=$(rdma resource show qp 2>/dev/null | grep -c "pid $dpid " || true)
+    mrs=$(rdma resource show mr 2>/dev/null | grep -c "pid $dpid " || true)
+    check "daemon holds no QP after its sessions ended (has $qps)" test "$qps" = 0
+    check "daemon holds no MR after its sessions ended (has $mrs)" test "$mrs" = 0
+  fi
+else
+  # on a host without RDMA, --transport rdma fails clearly instead of falling back
+  if ! ls /sys/class/infiniband/ 2>/dev/null | grep -q .; then
+    "$RCP" --transport rdma -P "$rport" "$src/size1" "$addr:data/x" 2> "$work/err"; rc=$?
+    check "--transport rdma without a device fails" test $rc != 0
+    check "  ... saying there is no RDMA device" grep -q "no RDMA device" "$work/err"
+  fi
+fi
+
+check "daemon is still running" kill -0 "$dpid"
+stop_daemon
+check "daemon exits cleanly on SIGTERM (status $drc)" test "$drc" = 0
+if grep -q -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$dlog"; then
+  bad "daemon log free of sanitizer reports" "$(grep -m3 -E 'Sanitizer|runtime error' "$dlog")"
+else
+  ok "daemon log free of sanitizer reports"
+fi
+if [ $fail -gt 0 ]; then echo "---- rcpd log (tail) ----"; tail -n 30 "$dlog"; fi
+echo "copy_suite[$transport]: $pass passed, $fail failed"
+echo "$pass passed, $fail failed"
+[ $fail = 0 ] && rm -rf "$work"
+[ $fail = 0 ]

@@ -1,0 +1,46 @@
+#!/bin/bash
+# Runs inside the soft-RoCE guest (tests/vm/rxe-run): proves the RDMA transport with real rcpd
+# and rcp processes over verbs — the whole integration suite once per build directory given
+# (e.g. the plain and the ASan+UBSan builds), in one guest boot.
+# usage: tests/vm/rdma_tier.sh BUILD_DIR...
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+[ $# -gt 0 ] || { echo "usage: $0 BUILD_DIR..." >&2; exit 2; }
+devs=$(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')
+if [ -z "$devs" ]; then
+  echo "rdma_tier: NO RDMA DEVICE — the RDMA tier cannot run here (use tests/vm/rxe-run)" >&2
+  exit 1
+fi
+echo "rdma_tier: rdma devices: $devs"
+dev=${RXE_DEV_A:-$(ls /sys/class/infiniband | head -n1)}
+ibv_devinfo -v -d "$dev" 2>/dev/null | grep -E "max_qp_wr|max_sge|max_sge_rd|max_qp_rd_atom|max_qp_init_rd_atom|max_mr_size|active_mtu" \
+  | sed 's/^[[:space:]]*/rdma_tier:   /'
+addr=${RXE_ADDR_B:-127.0.0.1}
+total_fail=0 total_pass=0
+for b in "$@"; do
+  echo "rdma_tier: === suite over rdma with $b ==="
+  out=$(mktemp)
+  bash "$here/../integration/copy_suite.sh" --bin "$b/rcp" --transport rdma --addr "$addr" \
+      --work "/tmp/rcp-rdma-$(basename "$b")" 2>&1 | tee "$out"
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n1)
+  rm -f "$out"
+  if [ -z "$line" ]; then echo "rdma_tier: suite with $b did not finish"; total_fail=$((total_fail + 1)); continue; fi
+  total_pass=$((total_pass + ${line%% passed*}))
+  f=${line#*passed, }; total_fail=$((total_fail + ${f%% failed*}))
+  # --transport auto picks RDMA when both ends can
+  echo "rdma_tier: === auto picks rdma ($b) ==="
+  w=/tmp/rcp-auto-$$; mkdir -p "$w/exp"; head -c 300000 /dev/urandom > "$w/f"
+  "$b/rcpd/rcpd" --listen "$addr:7491" --tcp-port 7492 --export d="$w/exp" > "$w/d.log" 2>&1 &
+  dp=$!
+  for _ in $(seq 100); do grep -q ready "$w/d.log" && break; sleep 0.05; done
+  "$b/rcp/rcp" -v -P 7491 --tcp-port 7492 "$w/f" "$addr:d/f" 2> "$w/err"
+  if grep -q "rcp: rdma rxe" "$w/err" && ! grep -q "using TCP" "$w/err" && cmp -s "$w/f" "$w/exp/f"; then
+    echo "PASS auto picks rdma"; total_pass=$((total_pass + 1))
+  else
+    echo "FAIL auto picks rdma: $(cat "$w/err")"; total_fail=$((total_fail + 1))
+  fi
+  kill "$dp"; wait "$dp" 2>/dev/null; rm -rf "$w"
+done
+echo "rdma_tier: $total_pass passed, $total_fail failed (RDMA tests run over $devs, none skipped)"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" = 0 ]
