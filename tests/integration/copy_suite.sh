@@ -38,11 +38,12 @@ rport=$base tport=$((base + 1))
 pass=0 fail=0
 log() { echo "copy_suite[$transport]: $*"; }
 ok() { pass=$((pass + 1)); echo "PASS $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; [ -s "$work/err" ] && sed 's/^/    client: /' "$work/err" | tail -n 5; }
 check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
 
-dlog=$work/rcpd.log
-start_daemon() {  # [ENV=VAL ...] : starts rcpd, waits until it is ready
+nstart=0
+start_daemon() {  # [ENV=VAL ...] : starts rcpd with a log of its own, waits until it is ready
+  nstart=$((nstart + 1)); dlog=$work/rcpd.$nstart.log
   env "$@" "$RCPD" --listen "$addr:$rport" --tcp-port "$tport" --transport "$transport" \
       --export data="$exp" --export other="$outside" -v >> "$dlog" 2>&1 &
   dpid=$!
@@ -53,7 +54,8 @@ stop_daemon() {
   kill -TERM "$dpid" 2>/dev/null; wait "$dpid"; drc=$?
   : > "$dlog.done"
 }
-rcp() { timeout 120 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" "$@"; }
+# Every client run keeps its stderr in $work/err, so a failing check can show it.
+rcp() { timeout 120 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" "$@" 2> "$work/err"; }
 no_temps() { [ -z "$(find "$1" -name '.*.rcp-*' 2>/dev/null)" ]; }
 
 # Objects the suite copies.
@@ -152,7 +154,7 @@ check "killed client: the daemon removed its temp file" no_temps "$exp"
 rcp "$src/size1M+1" "$addr:data/after-kill"
 check "daemon serves the next client after a kill" cmp -s "$src/size1M+1" "$exp/after-kill"
 # a pulling client interrupted with SIGTERM removes its own temp file
-RCP_TEST_FAULT=source-delay-ms=40 true  # (the delay must be on the daemon side for a pull: restart below)
+# (for a pull the delay must be on the daemon's side, so restart it with the fault switch)
 stop_daemon
 start_daemon RCP_TEST_FAULT=source-delay-ms=40
 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" "$addr:data/size48M" "$out/interrupted" 2>/dev/null &
@@ -190,12 +192,12 @@ fi
 check "daemon is still running" kill -0 "$dpid"
 stop_daemon
 check "daemon exits cleanly on SIGTERM (status $drc)" test "$drc" = 0
-if grep -q -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$dlog"; then
-  bad "daemon log free of sanitizer reports" "$(grep -m3 -E 'Sanitizer|runtime error' "$dlog")"
+if cat "$work"/rcpd.*.log | grep -q -E "ERROR: (Address|Leak)Sanitizer|runtime error:"; then
+  bad "daemon log free of sanitizer reports" "$(cat "$work"/rcpd.*.log | grep -m3 -E 'Sanitizer|runtime error')"
 else
   ok "daemon log free of sanitizer reports"
 fi
-if [ $fail -gt 0 ]; then echo "---- rcpd log (tail) ----"; tail -n 30 "$dlog"; fi
+if [ $fail -gt 0 ]; then echo "---- rcpd logs (tail) ----"; tail -n 20 "$work"/rcpd.*.log; fi
 echo "copy_suite[$transport]: $pass passed, $fail failed"
 echo "$pass passed, $fail failed"
 [ $fail = 0 ] && rm -rf "$work"
