@@ -2,6 +2,9 @@
 
 #include <fmt/core.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "wire/codec.h"
 
 namespace rcp::wire {
@@ -31,6 +34,15 @@ Digest get_digest(Reader& r) {
 Error proto(std::string what) { return make_error(EPROTO, std::move(what)); }
 
 }  // namespace
+
+uint16_t protocol_version() {
+  static const uint16_t v = [] {
+    const char* env = std::getenv("RCP_TEST_FAULT");
+    const char* key = env ? std::strstr(env, "protocol-version=") : nullptr;
+    return key ? static_cast<uint16_t>(std::atoi(key + 17)) : kVersion;
+  }();
+  return v;
+}
 
 MsgType type_of(const Message& m) {
   return std::visit(overloaded{
@@ -68,7 +80,7 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
   const size_t start = out.size();
   Writer w(out);
   w.u32(kMagic);
-  w.u16(kVersion);
+  w.u16(protocol_version());
   w.u16(static_cast<uint16_t>(type_of(m)));
   w.u32(0);  // payload length, patched below
   Status st;
@@ -144,8 +156,8 @@ Result<uint32_t> peek_length(std::span<const uint8_t> header) {
   r.u16();
   const uint32_t len = r.u32();
   if (magic != kMagic) return proto(fmt::format("bad message magic {:#010x}", magic));
-  if (version != kVersion)
-    return proto(fmt::format("peer speaks protocol version {}, this side speaks {}", version, kVersion));
+  if (version != protocol_version())
+    return proto(fmt::format("peer speaks protocol version {}, this side speaks {}", version, protocol_version()));
   if (len > kMaxMessage - kHeaderSize) return proto(fmt::format("message length {} exceeds limit {}", len, kMaxMessage));
   return len;
 }
@@ -272,8 +284,8 @@ Result<Hello> decode_hello(std::span<const uint8_t> buf) {
   h.version = r.u16();
   const uint16_t size = r.u16();
   if (magic != kMagic) return proto(fmt::format("peer is not an rcp endpoint (hello magic {:#010x})", magic));
-  if (h.version != kVersion)
-    return proto(fmt::format("peer speaks rcp protocol version {}, this side speaks {}", h.version, kVersion));
+  if (h.version != protocol_version())
+    return proto(fmt::format("peer speaks rcp protocol version {}, this side speaks {}", h.version, protocol_version()));
   if (size < kHelloSize || buf.size() < kHelloSize) return proto(fmt::format("hello too short ({} bytes)", buf.size()));
   h.ctrl_depth = r.u16();
   h.rd_init = r.u16();

@@ -19,6 +19,10 @@ namespace rcp::wire {
 
 constexpr uint32_t kMagic = 0x52435030;  // "RCP0"
 constexpr uint16_t kVersion = 1;
+/// The version this process speaks: kVersion, unless the test-only fault
+/// switch RCP_TEST_FAULT=protocol-version=N makes it pretend to be another
+/// release (so the suite can prove a mismatch is refused with a clear error).
+uint16_t protocol_version();
 /// magic u32 + version u16 + type u16 + payload length u32.
 constexpr size_t kHeaderSize = 12;
 /// Largest control message, header included. RDMA receive buffers are this
@@ -152,7 +156,7 @@ Result<uint32_t> peek_length(std::span<const uint8_t> header);
 /// The hello exchanged at connect time (rdma_cm private data, or the first
 /// bytes of a TCP stream). 32 bytes: under the 56 rdma_connect allows.
 struct Hello {
-  uint16_t version = kVersion;
+  uint16_t version = protocol_version();
   uint16_t ctrl_depth = 0;      ///< control receives posted = initial send credits for the peer
   uint16_t rd_init = 0;         ///< RDMA READs this side can have outstanding (max_qp_init_rd_atom)
   uint16_t rd_resp = 0;         ///< RDMA READs this side can serve at once (max_qp_rd_atom)

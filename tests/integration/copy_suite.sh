@@ -170,6 +170,13 @@ start_daemon
 rcp "$addr:data/size4095" "$out/after-term"
 check "daemon serves the next client after an interrupted pull" cmp -s "$src/size4095" "$out/after-term"
 
+# --- a peer that speaks another protocol version is refused with a clear error, both ways
+RCP_TEST_FAULT=protocol-version=99 rcp "$src/size1" "$addr:data/v99" 2> "$work/err"
+rc=$?
+check "client of protocol version 99 is refused" test $rc != 0 -a ! -e "$exp/v99"
+check "  ... naming both versions" grep -q "version 1, this side speaks 99" "$work/err"
+check "  ... and the daemon says why" grep -q "peer speaks rcp protocol version 99, this side speaks 1" "$dlog"
+
 # --- transport-specific checks
 if [ "$transport" = rdma ]; then
   # every QP and MR of finished sessions is released (the daemon stays up)
@@ -181,6 +188,21 @@ if [ "$transport" = rdma ]; then
     check "daemon holds no MR after its sessions ended (has $mrs)" test "$mrs" = 0
   fi
 else
+  # garbage on the TCP port: a truncated hello, frames announcing 4 GiB, random bytes
+  rawpeer=$(cd "$bin/.." && pwd)/tests/rawpeer
+  if [ -x "$rawpeer" ]; then
+    for m in truncated-hello huge-frame huge-read "random 1" "random 2" "random 3" "random 4" "random 5"; do
+      timeout 20 "$rawpeer" "$addr" "$tport" $m > "$work/raw" 2>&1
+      check "garbage ($m) is answered by a hang-up" test $? = 0
+    done
+    rss=$(awk '/VmHWM/ {print $2}' /proc/$dpid/status)
+    check "daemon never allocated what garbage claimed (peak RSS ${rss} KiB < 200 MiB)" test "$rss" -lt 204800
+    check "daemon logged the refusals" grep -q "refused" "$dlog"
+    rcp "$src/size4095" "$addr:data/after-garbage"
+    check "daemon serves a client after the garbage" cmp -s "$src/size4095" "$exp/after-garbage"
+  else
+    bad "rawpeer tool not built ($rawpeer)"
+  fi
   # on a host without RDMA, --transport rdma fails clearly instead of falling back
   if ! ls /sys/class/infiniband/ 2>/dev/null | grep -q .; then
     "$RCP" --transport rdma -P "$rport" "$src/size1" "$addr:data/x" 2> "$work/err"; rc=$?

@@ -93,9 +93,17 @@ Result<CmEvent> wait_cm_event(rdma_event_channel* ch, rdma_cm_event_type want, i
   CmEvent e = take_event(ev);
   if (e.type != want) {
     std::string msg = fmt::format("{}: {} (status {})", what, rdma_event_str(e.type), e.status);
-    if (e.type == RDMA_CM_EVENT_REJECTED && !e.private_data.empty()) {
-      auto h = wire::decode_hello(e.private_data);
-      if (!h.ok()) msg = fmt::format("{}: refused by peer: {}", what, h.error().context);
+    if (e.type == RDMA_CM_EVENT_REJECTED) {
+      const auto& pd = e.private_data;
+      const bool ours = pd.size() >= wire::kHelloSize && pd[0] == (wire::kMagic >> 24) &&
+                        pd[1] == ((wire::kMagic >> 16) & 0xff) && pd[2] == ((wire::kMagic >> 8) & 0xff) &&
+                        pd[3] == (wire::kMagic & 0xff);
+      if (ours) {  // rcpd rejects with its own hello: say which version it speaks
+        auto h = wire::decode_hello(pd);
+        msg = fmt::format("{}: refused by rcpd{}", what, h.ok() ? "" : ": " + h.error().context);
+      } else {
+        msg = fmt::format("{}: connection refused (is rcpd listening on that rdma_cm port?)", what);
+      }
     }
     int code = e.type == RDMA_CM_EVENT_REJECTED ? ECONNREFUSED
                : e.type == RDMA_CM_EVENT_UNREACHABLE ? EHOSTUNREACH
