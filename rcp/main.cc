@@ -64,6 +64,8 @@ struct Options {
   uint32_t chunk_kib = 1024;
   uint32_t window = 16;
   bool fsync = false;
+  uint32_t streams = 2;
+  bool no_zerocopy = false;
 };
 
 SessionOptions session_options(const Options& o, Checksum algo) {
@@ -98,6 +100,8 @@ int run(const Options& o) {
   co.rdma_port = o.rdma_port;
   co.tcp_port = o.tcp_port;
   co.max_chunk = o.chunk_kib * 1024;
+  co.tcp_streams = o.streams;
+  co.zerocopy = !o.no_zerocopy;
 
   std::vector<std::string> srcs(o.args.begin(), o.args.end() - 1);
   const std::string& dst = o.args.back();
@@ -232,6 +236,10 @@ int main(int argc, char** argv) {
   app.add_option("--window", o.window, "chunks in flight (buffer pool = window x chunk size)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
+  app.add_option("--streams", o.streams, "TCP transport: connections per copy")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
+  app.add_flag("--no-zerocopy", o.no_zerocopy, "TCP transport: plain sends instead of zero-copy sends");
   app.add_flag("--fsync", o.fsync, "fsync each file before renaming it into place");
   app.set_version_flag("--version", std::string("rcp ") + RCP_VERSION);
   try {

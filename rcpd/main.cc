@@ -227,6 +227,7 @@ int run(Daemon& d, const std::string& listen, uint16_t rdma_port, uint16_t tcp_p
             log_error("tcp connection from {} refused: {}", peer, t.error().message());
             return;
           }
+          if (!t.value()) return;  // an extra stream, now owned by its session
           serve(d, *t.value());
         });
       }

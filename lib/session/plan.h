@@ -45,7 +45,8 @@ std::vector<ReadWr> plan_reads(uint64_t remote_addr, uint32_t length,
 
 /// Blocks of block_size needed to hold length bytes.
 inline uint32_t blocks_for(uint32_t length, uint32_t block_size) {
-  return (length + block_size - 1) / block_size;
+  if (block_size == 0) return 0;
+  return static_cast<uint32_t>((uint64_t{length} + block_size - 1) / block_size);  // 64-bit: no wrap
 }
 
 /// A LIFO free list of indices [0, n): slots of the source pool, blocks of

@@ -40,6 +40,8 @@ Result<std::unique_ptr<Transport>> connect_transport(const std::string& host, co
   TcpOptions to;
   to.max_chunk = opt.max_chunk;
   to.timeout_ms = opt.timeout_ms;
+  to.streams = opt.tcp_streams;
+  to.zerocopy = opt.zerocopy;
   return tcp_connect(host, opt.tcp_port, to);
 }
 

@@ -22,6 +22,8 @@ struct ConnectOptions {
   uint16_t tcp_port = kDefaultTcpPort;
   uint32_t max_chunk = 1u << 20;
   int timeout_ms = 10000;
+  uint32_t tcp_streams = 2;
+  bool zerocopy = true;
 };
 
 /// Connects to host; `fallback_note` is set when auto fell back to TCP.

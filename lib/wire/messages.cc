@@ -15,9 +15,12 @@ struct overloaded : Ts... {
   using Ts::operator()...;
 };
 
-void put_digest(Writer& w, const Digest& d) {
+/// Writes a digest; false (nothing trustworthy written) if its length is impossible.
+bool put_digest(Writer& w, const Digest& d) {
+  if (d.len > kMaxDigest) return false;
   w.u8(d.len);
   w.bytes({d.bytes.data(), d.len});
+  return true;
 }
 
 Digest get_digest(Reader& r) {
@@ -107,7 +110,7 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                    w.u32(c.length);
                    w.u64(c.addr);
                    w.u32(c.rkey);
-                   put_digest(w, c.digest);
+                   if (!put_digest(w, c.digest)) st = proto("digest longer than 32 bytes");
                  },
                  [&](const ChunkDone& c) {
                    if (c.slots.size() > kMaxDoneBatch) st = proto("too many slots in CHUNK_DONE");
@@ -117,7 +120,7 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                  [&](const FileEnd& f) {
                    w.u32(f.file_id);
                    w.u64(f.size);
-                   put_digest(w, f.digest);
+                   if (!put_digest(w, f.digest)) st = proto("digest longer than 32 bytes");
                  },
                  [&](const FileResult& f) {
                    w.u32(f.file_id);
@@ -297,7 +300,9 @@ Result<Hello> decode_hello(std::span<const uint8_t> buf) {
   h.ctrl_msg_size = r.u32();
   h.flags = r.u32();
   if (!r.ok()) return proto("truncated hello");
-  if (h.ctrl_depth == 0) return proto("hello announces no control receive buffers");
+  // One buffer would leave the peer no credit to send data with (the last
+  // credit is kept for credit grants), so 2 is the least that works.
+  if (h.ctrl_depth < 2) return proto(fmt::format("hello announces {} control receive buffers (need 2 or more)", h.ctrl_depth));
   if (h.ctrl_msg_size < 256 || h.ctrl_msg_size > kMaxMessage)
     return proto(fmt::format("hello control message size {} out of range", h.ctrl_msg_size));
   if (h.max_chunk == 0 || h.max_chunk > kMaxChunk) return proto(fmt::format("hello chunk size {} out of range", h.max_chunk));

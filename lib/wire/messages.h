@@ -63,7 +63,7 @@ struct Digest {
   uint8_t len = 0;
   std::array<uint8_t, kMaxDigest> bytes{};
   bool operator==(const Digest& o) const {
-    return len == o.len && std::equal(bytes.begin(), bytes.begin() + len, o.bytes.begin());
+    return len == o.len && len <= kMaxDigest && std::equal(bytes.begin(), bytes.begin() + len, o.bytes.begin());
   }
 };
 

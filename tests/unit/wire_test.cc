@@ -1,1 +1,649 @@
-// placeholder
+// Proves the wire codec round-trips every message and the hello, writes big-endian, and refuses every truncated, oversized or malformed input.
+#include <doctest/doctest.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "wire/codec.h"
+#include "wire/messages.h"
+
+using namespace rcp;
+using namespace rcp::wire;
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+Digest make_digest(uint8_t len, uint8_t seed) {
+  Digest d;
+  d.len = len;
+  for (uint8_t i = 0; i < len; ++i) d.bytes[i] = static_cast<uint8_t>(seed + 37 * i);
+  return d;
+}
+
+bool eq(const Open& a, const Open& b) {
+  return a.op == b.op && a.checksum == b.checksum && a.flags == b.flags && a.path == b.path;
+}
+bool eq(const OpenOk& a, const OpenOk& b) { return a.dest_is_dir == b.dest_is_dir; }
+bool eq(const FileBegin& a, const FileBegin& b) {
+  return a.file_id == b.file_id && a.size == b.size && a.mode == b.mode && a.name == b.name;
+}
+bool eq(const ChunkReady& a, const ChunkReady& b) {
+  return a.file_id == b.file_id && a.slot == b.slot && a.offset == b.offset && a.length == b.length &&
+         a.addr == b.addr && a.rkey == b.rkey && a.digest == b.digest;
+}
+bool eq(const ChunkDone& a, const ChunkDone& b) { return a.slots == b.slots; }
+bool eq(const FileEnd& a, const FileEnd& b) {
+  return a.file_id == b.file_id && a.size == b.size && a.digest == b.digest;
+}
+bool eq(const FileResult& a, const FileResult& b) {
+  return a.file_id == b.file_id && a.err == b.err && a.message == b.message;
+}
+bool eq(const Finish&, const Finish&) { return true; }
+bool eq(const Done& a, const Done& b) { return a.files_ok == b.files_ok && a.files_failed == b.files_failed; }
+bool eq(const ErrorMsg& a, const ErrorMsg& b) { return a.err == b.err && a.message == b.message; }
+
+bool same(const Message& a, const Message& b) {
+  if (a.index() != b.index()) return false;
+  return std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        return eq(x, std::get<T>(b));
+      },
+      a);
+}
+
+const std::string kUtf8 = "r\xC3\xA9sum\xC3\xA9/\xE6\x97\xA5\xE6\x9C\xAC.txt";  // "résumé/日本.txt"
+
+/// Messages of every type with non-trivial values and at their limits.
+std::vector<Message> samples() {
+  std::vector<Message> v;
+  v.push_back(Open{Op::put, Checksum::xxh128, kOpenMulti | kOpenFsync, "mod/dir with space/file\nname"});
+  v.push_back(Open{Op::get, Checksum::sha256, 0, ""});
+  v.push_back(Open{Op::put, Checksum::none, 0xFFFF, std::string(kMaxPath, 'p')});
+  v.push_back(Open{Op::get, Checksum::xxh128, kOpenFsync, "export/" + kUtf8});
+  v.push_back(OpenOk{0});
+  v.push_back(OpenOk{1});
+  v.push_back(FileBegin{0xDEADBEEF, 0x0123456789ABCDEFull, 0100755, "\xE6\x97\xA5 \xE8\xAA\x9E\n.txt"});
+  v.push_back(FileBegin{0, 0, 0, ""});
+  v.push_back(FileBegin{7, std::numeric_limits<uint64_t>::max(), 0644, std::string(kMaxPath, 'n')});
+  v.push_back(ChunkReady{1, 2, 0x1122334455667788ull, kMaxChunk, 0xFEDCBA9876543210ull, 0xCAFEBABE, make_digest(32, 1)});
+  v.push_back(ChunkReady{0xFFFFFFFF, 0xFFFFFFFF, 0, 1, 0, 0, make_digest(16, 200)});
+  v.push_back(ChunkReady{3, 0, std::numeric_limits<uint64_t>::max() - 1, 1, 1, 1, Digest{}});
+  v.push_back(ChunkDone{});
+  v.push_back(ChunkDone{{42}});
+  {
+    ChunkDone full;
+    for (uint32_t i = 0; i < kMaxDoneBatch; ++i) full.slots.push_back(i * 0x01010101u + (i == 255 ? 0xFFu : 0u));
+    full.slots[0] = 0xFFFFFFFF;
+    v.push_back(full);
+  }
+  v.push_back(FileEnd{9, 0x8000000000000001ull, make_digest(32, 9)});
+  v.push_back(FileEnd{10, 12345, make_digest(16, 3)});
+  v.push_back(FileEnd{11, 0, Digest{}});
+  v.push_back(FileResult{5, -ENOSPC, "no space left on '" + kUtf8 + "'"});
+  v.push_back(FileResult{0xFFFFFFFF, std::numeric_limits<int32_t>::min(), ""});
+  v.push_back(FileResult{1, 0, std::string(kMaxText, 't')});
+  v.push_back(Finish{});
+  v.push_back(Done{0xFFFFFFFF, 0});
+  v.push_back(Done{3, 4});
+  v.push_back(ErrorMsg{EPROTO, "bad thing\nsecond line"});
+  v.push_back(ErrorMsg{std::numeric_limits<int32_t>::max(), std::string(kMaxText, 'e')});
+  v.push_back(ErrorMsg{0, ""});
+  return v;
+}
+
+Bytes enc(const Message& m) {
+  Bytes out;
+  auto st = encode(m, out);
+  REQUIRE_MESSAGE(st.ok(), st.error().message());
+  return out;
+}
+
+/// header + payload with a correct length field.
+Bytes frame(uint16_t type, const Bytes& payload, uint16_t version = kVersion, uint32_t magic = kMagic) {
+  Bytes out;
+  Writer w(out);
+  w.u32(magic);
+  w.u16(version);
+  w.u16(type);
+  w.u32(static_cast<uint32_t>(payload.size()));
+  w.bytes(payload);
+  return out;
+}
+
+void set_len(Bytes& b, uint32_t len) {
+  for (int i = 0; i < 4; ++i) b[8 + i] = static_cast<uint8_t>(len >> (24 - 8 * i));
+}
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+Bytes open_payload(uint8_t op, uint8_t cks, const std::string& path) {
+  Bytes p;
+  Writer w(p);
+  w.u8(op);
+  w.u8(cks);
+  w.u16(0);
+  w.str(path);
+  return p;
+}
+
+Bytes chunk_ready_payload(uint64_t offset, uint32_t length, uint8_t dlen = 16) {
+  Bytes p;
+  Writer w(p);
+  w.u32(1);
+  w.u32(2);
+  w.u64(offset);
+  w.u32(length);
+  w.u64(0x1000);
+  w.u32(77);
+  w.u8(dlen);
+  for (uint8_t i = 0; i < dlen; ++i) w.u8(i);
+  return p;
+}
+
+void expect_proto_error(const Bytes& b, const char* what_contains = nullptr) {
+  auto r = decode(b);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == EPROTO);
+  if (what_contains) CHECK_MESSAGE(contains(r.error().context, what_contains), r.error().context);
+}
+
+Hello good_hello() {
+  Hello h;
+  h.ctrl_depth = 64;
+  h.rd_init = 16;
+  h.rd_resp = 15;
+  h.max_sge_rd = 30;
+  h.checksums = 7;
+  h.max_chunk = 4u << 20;
+  h.ctrl_msg_size = kMaxMessage;
+  h.flags = 0xA5A5A5A5;
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("Writer and Reader are explicitly big-endian") {
+  Bytes b;
+  Writer w(b);
+  w.u32(0x01020304);
+  CHECK(b == Bytes{0x01, 0x02, 0x03, 0x04});
+  w.u16(0xA1B2);
+  w.u64(0x0102030405060708ull);
+  w.u8(0xFF);
+  w.str("hi");
+  CHECK(b == Bytes{0x01, 0x02, 0x03, 0x04, 0xA1, 0xB2, 1, 2, 3, 4, 5, 6, 7, 8, 0xFF, 0x00, 0x02, 'h', 'i'});
+  Reader r(b);
+  CHECK(r.u32() == 0x01020304u);
+  CHECK(r.u16() == 0xA1B2);
+  CHECK(r.u64() == 0x0102030405060708ull);
+  CHECK(r.u8() == 0xFF);
+  CHECK(r.str(2) == "hi");
+  CHECK(r.at_end());
+  CHECK(r.ok());
+}
+
+TEST_CASE("Reader latches failure on the first short read") {
+  Bytes b{0x01, 0x02, 0x03};
+  Reader r(b);
+  (void)r.u32();  // its value is unspecified (u32 is two u16 reads); decoders check ok()
+  CHECK_FALSE(r.ok());
+  CHECK(r.u8() == 0);  // even though a byte is left, the reader stays failed
+  CHECK(r.remaining() == 0);
+  CHECK_FALSE(r.at_end());
+  CHECK(r.u32() == 0u);
+  CHECK(r.u64() == 0u);
+
+  Bytes one{0x7F};
+  Reader short16(one);
+  CHECK(short16.u16() == 0);
+  CHECK_FALSE(short16.ok());
+
+  Bytes s{0x00, 0x03, 'a', 'b', 'c'};
+  Reader too_long(s);
+  CHECK(too_long.str(2).empty());
+  CHECK_FALSE(too_long.ok());
+  Reader exact(s);
+  CHECK(exact.str(3) == "abc");
+  CHECK(exact.at_end());
+}
+
+TEST_CASE("every message type round-trips with non-trivial values") {
+  const auto all = samples();
+  // Every alternative of the variant is covered.
+  std::vector<bool> seen(std::variant_size_v<Message>, false);
+  for (const auto& m : all) seen[m.index()] = true;
+  for (size_t i = 0; i < seen.size(); ++i) CHECK_MESSAGE(seen[i], "variant alternative " << i << " not covered");
+
+  for (size_t i = 0; i < all.size(); ++i) {
+    CAPTURE(i);
+    const Bytes b = enc(all[i]);
+    REQUIRE(b.size() >= kHeaderSize);
+    CHECK(b.size() <= kMaxMessage);
+    // Header: magic, version, type, payload length.
+    CHECK(b[0] == 0x52);
+    CHECK(b[1] == 0x43);
+    CHECK(b[2] == 0x50);
+    CHECK(b[3] == 0x30);
+    CHECK(((b[4] << 8) | b[5]) == kVersion);
+    CHECK(((b[6] << 8) | b[7]) == static_cast<int>(type_of(all[i])));
+    auto len = peek_length(b);
+    REQUIRE(len.ok());
+    CHECK(*len == b.size() - kHeaderSize);
+
+    auto r = decode(b);
+    REQUIRE_MESSAGE(r.ok(), r.error().message());
+    CHECK(same(*r, all[i]));
+    CHECK(type_of(*r) == type_of(all[i]));
+  }
+}
+
+TEST_CASE("a decoded message differs when a field differs (the comparison can fail)") {
+  Bytes b = enc(Done{1, 2});
+  b.back() = 3;
+  auto r = decode(b);
+  REQUIRE(r.ok());
+  CHECK_FALSE(same(*r, Done{1, 2}));
+  CHECK(same(*r, Done{1, 3}));
+}
+
+TEST_CASE("exact encoding of DONE and OPEN") {
+  CHECK(enc(Done{1, 2}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x01, 0x00, 0x09, 0x00, 0x00, 0x00, 0x08,
+                                 0, 0, 0, 1, 0, 0, 0, 2});
+  const Bytes open = enc(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a"});
+  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x09,
+                      0x02, 0x02, 0x00, 0x01, 0x00, 0x03, 'm', '/', 'a'});
+  // Magic first, big-endian "RCP0".
+  CHECK(((uint32_t{open[0]} << 24) | (uint32_t{open[1]} << 16) | (uint32_t{open[2]} << 8) | open[3]) == kMagic);
+  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x01, 0x00, 0x08, 0, 0, 0, 0});
+}
+
+TEST_CASE("encode appends after existing bytes and leaves them intact on failure") {
+  Bytes out{0xAA, 0xBB};
+  REQUIRE(encode(Done{5, 6}, out).ok());
+  CHECK(out.size() == 2 + kHeaderSize + 8);
+  CHECK(out[0] == 0xAA);
+  CHECK(out[1] == 0xBB);
+  auto r = decode(std::span<const uint8_t>(out).subspan(2));
+  REQUIRE(r.ok());
+  CHECK(same(*r, Done{5, 6}));
+
+  const Bytes before = out;
+  auto st = encode(Open{Op::put, Checksum::xxh128, 0, std::string(kMaxPath + 1, 'x')}, out);
+  CHECK_FALSE(st.ok());
+  CHECK(out == before);
+}
+
+TEST_CASE("encode refuses fields beyond their limits") {
+  Bytes out;
+  SUBCASE("path longer than kMaxPath") {
+    auto st = encode(Open{Op::put, Checksum::xxh128, 0, std::string(kMaxPath + 1, 'x')}, out);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == EPROTO);
+  }
+  SUBCASE("file name longer than kMaxPath") {
+    auto st = encode(FileBegin{1, 1, 0644, std::string(kMaxPath + 1, 'x')}, out);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == EPROTO);
+  }
+  SUBCASE("CHUNK_DONE with more than kMaxDoneBatch slots") {
+    ChunkDone c;
+    c.slots.assign(kMaxDoneBatch + 1, 1);
+    auto st = encode(c, out);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == EPROTO);
+  }
+  CHECK(out.empty());
+}
+
+TEST_CASE("over-long error text is cut to kMaxText rather than failing the encode") {
+  const std::string text(5000, 'z');
+  auto r = decode(enc(ErrorMsg{EIO, text}));
+  REQUIRE(r.ok());
+  CHECK(std::get<ErrorMsg>(*r).message == text.substr(0, kMaxText));
+  auto r2 = decode(enc(FileResult{1, EIO, text}));
+  REQUIRE(r2.ok());
+  CHECK(std::get<FileResult>(*r2).message.size() == kMaxText);
+}
+
+TEST_CASE("every truncation of every message is refused") {
+  for (const auto& m : samples()) {
+    const Bytes b = enc(m);
+    CAPTURE(type_name(type_of(m)));
+    for (size_t n = 0; n < b.size(); ++n) {
+      CAPTURE(n);
+      auto r = decode(std::span<const uint8_t>(b.data(), n));
+      CHECK_FALSE(r.ok());
+    }
+  }
+}
+
+TEST_CASE("every payload truncation is refused even when the header length agrees") {
+  for (const auto& m : samples()) {
+    const Bytes full = enc(m);
+    CAPTURE(type_name(type_of(m)));
+    for (size_t n = kHeaderSize; n < full.size(); ++n) {
+      CAPTURE(n);
+      Bytes b(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(n));
+      set_len(b, static_cast<uint32_t>(n - kHeaderSize));
+      auto r = decode(b);
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.error().code == EPROTO);
+    }
+  }
+}
+
+TEST_CASE("a trailing byte is refused") {
+  for (const auto& m : samples()) {
+    CAPTURE(type_name(type_of(m)));
+    Bytes b = enc(m);
+    b.push_back(0);
+    CHECK_FALSE(decode(b).ok());  // header length disagrees with the buffer
+    set_len(b, static_cast<uint32_t>(b.size() - kHeaderSize));
+    auto r = decode(b);  // header agrees: the payload has one byte left over
+    REQUIRE_FALSE(r.ok());
+    CHECK(contains(r.error().context, "trailing"));
+  }
+}
+
+TEST_CASE("bad magic, other version and unknown type are refused") {
+  const Bytes good = enc(Done{1, 1});
+  REQUIRE(decode(good).ok());
+
+  SUBCASE("magic") {
+    for (size_t i = 0; i < 4; ++i) {
+      Bytes b = good;
+      b[i] ^= 0x01;
+      expect_proto_error(b, "magic");
+      CHECK_FALSE(peek_length(b).ok());
+    }
+  }
+  SUBCASE("version") {
+    Bytes b = frame(static_cast<uint16_t>(MsgType::done), Bytes(8, 0), 4660);
+    auto r = decode(b);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == EPROTO);
+    CHECK_MESSAGE(contains(r.error().context, "4660"), r.error().context);
+    CHECK_MESSAGE(contains(r.error().context, std::to_string(kVersion)), r.error().context);
+    auto p = peek_length(b);
+    REQUIRE_FALSE(p.ok());
+    CHECK(contains(p.error().context, "4660"));
+    expect_proto_error(frame(static_cast<uint16_t>(MsgType::done), Bytes(8, 0), 0));
+    expect_proto_error(frame(static_cast<uint16_t>(MsgType::done), Bytes(8, 0), kVersion + 1));
+  }
+  SUBCASE("type") {
+    for (uint16_t t : {uint16_t{0}, uint16_t{11}, uint16_t{0x100}, uint16_t{0xFFFF}}) {
+      CAPTURE(t);
+      expect_proto_error(frame(t, {}), "unknown message type");
+      expect_proto_error(frame(t, Bytes(8, 0)), "unknown message type");
+    }
+  }
+}
+
+TEST_CASE("header length must agree with the buffer and stay within kMaxMessage") {
+  Bytes b = enc(Done{1, 2});
+  for (uint32_t len : {0u, 7u, 9u, 100u, 0xFFFFFFFFu}) {
+    CAPTURE(len);
+    Bytes c = b;
+    set_len(c, len);
+    CHECK_FALSE(decode(c).ok());
+  }
+  // A payload that would make the message longer than kMaxMessage, even if present.
+  Bytes big = frame(static_cast<uint16_t>(MsgType::error), Bytes(kMaxMessage - kHeaderSize + 1, 0));
+  expect_proto_error(big, "exceeds");
+  Bytes huge = frame(static_cast<uint16_t>(MsgType::finish), {});
+  set_len(huge, 0x7FFFFFFF);
+  CHECK_FALSE(decode(huge).ok());
+}
+
+TEST_CASE("peek_length") {
+  const Bytes b = enc(Open{Op::put, Checksum::xxh128, 0, "mod/some/path"});
+  SUBCASE("reads the length from the header alone") {
+    auto r = peek_length(std::span<const uint8_t>(b.data(), kHeaderSize));
+    REQUIRE(r.ok());
+    CHECK(*r == b.size() - kHeaderSize);
+  }
+  SUBCASE("short header") {
+    for (size_t n = 0; n < kHeaderSize; ++n) CHECK_FALSE(peek_length(std::span<const uint8_t>(b.data(), n)).ok());
+  }
+  SUBCASE("limits") {
+    Bytes h(b.begin(), b.begin() + kHeaderSize);
+    set_len(h, kMaxMessage - kHeaderSize);
+    auto ok = peek_length(h);
+    REQUIRE(ok.ok());
+    CHECK(*ok == kMaxMessage - kHeaderSize);
+    set_len(h, kMaxMessage - kHeaderSize + 1);
+    CHECK_FALSE(peek_length(h).ok());
+    set_len(h, 0xFFFFFFFF);
+    CHECK_FALSE(peek_length(h).ok());
+    set_len(h, 0);
+    auto zero = peek_length(h);
+    REQUIRE(zero.ok());
+    CHECK(*zero == 0u);
+  }
+}
+
+TEST_CASE("string and path fields are bounded") {
+  SUBCASE("string length larger than what is left") {
+    Bytes p = open_payload(1, 1, "abcde");
+    p[5] = 10;  // announce 10 bytes, 5 follow
+    expect_proto_error(frame(1, p), "truncated");
+  }
+  SUBCASE("path of exactly kMaxPath bytes is accepted, one more is refused") {
+    CHECK(decode(frame(1, open_payload(1, 1, std::string(kMaxPath, 'a')))).ok());
+    expect_proto_error(frame(1, open_payload(1, 1, std::string(kMaxPath + 1, 'a'))));
+  }
+  SUBCASE("file name longer than kMaxPath") {
+    Bytes p;
+    Writer w(p);
+    w.u32(1);
+    w.u64(10);
+    w.u32(0644);
+    w.str(std::string(kMaxPath + 1, 'n'));
+    expect_proto_error(frame(static_cast<uint16_t>(MsgType::file_begin), p));
+  }
+  SUBCASE("text longer than kMaxText") {
+    for (auto t : {MsgType::error, MsgType::file_result}) {
+      Bytes p;
+      Writer w(p);
+      if (t == MsgType::file_result) w.u32(1);
+      w.u32(5);
+      w.str(std::string(kMaxText + 1, 'e'));
+      expect_proto_error(frame(static_cast<uint16_t>(t), p));
+      Bytes q;
+      Writer wq(q);
+      if (t == MsgType::file_result) wq.u32(1);
+      wq.u32(5);
+      wq.str(std::string(kMaxText, 'e'));
+      CHECK(decode(frame(static_cast<uint16_t>(t), q)).ok());
+    }
+  }
+}
+
+TEST_CASE("OPEN with unknown operation or checksum is refused") {
+  CHECK(decode(frame(1, open_payload(1, 0, "m"))).ok());
+  CHECK(decode(frame(1, open_payload(2, 2, "m"))).ok());
+  for (uint8_t op : {uint8_t{0}, uint8_t{3}, uint8_t{255}}) {
+    CAPTURE(op);
+    expect_proto_error(frame(1, open_payload(op, 1, "m")), "operation");
+  }
+  for (uint8_t c : {uint8_t{3}, uint8_t{4}, uint8_t{255}}) {
+    CAPTURE(c);
+    expect_proto_error(frame(1, open_payload(1, c, "m")), "checksum");
+  }
+}
+
+TEST_CASE("CHUNK_DONE slot count is bounded") {
+  auto build = [](uint16_t count, size_t actual) {
+    Bytes p;
+    Writer w(p);
+    w.u16(count);
+    for (size_t i = 0; i < actual; ++i) w.u32(static_cast<uint32_t>(i));
+    return frame(static_cast<uint16_t>(MsgType::chunk_done), p);
+  };
+  auto ok = decode(build(kMaxDoneBatch, kMaxDoneBatch));
+  REQUIRE(ok.ok());
+  CHECK(std::get<ChunkDone>(*ok).slots.size() == kMaxDoneBatch);
+  expect_proto_error(build(kMaxDoneBatch + 1, kMaxDoneBatch + 1), "limit");
+  expect_proto_error(build(0xFFFF, 0));
+  expect_proto_error(build(3, 2));
+  expect_proto_error(build(2, 3));
+}
+
+TEST_CASE("digests are bounded to 32 bytes") {
+  CHECK(decode(frame(static_cast<uint16_t>(MsgType::chunk_ready), chunk_ready_payload(0, 1, 32))).ok());
+  expect_proto_error(frame(static_cast<uint16_t>(MsgType::chunk_ready), chunk_ready_payload(0, 1, 33)));
+  expect_proto_error(frame(static_cast<uint16_t>(MsgType::chunk_ready), chunk_ready_payload(0, 1, 255)));
+
+  auto file_end = [](uint8_t dlen) {
+    Bytes p;
+    Writer w(p);
+    w.u32(1);
+    w.u64(100);
+    w.u8(dlen);
+    for (uint8_t i = 0; i < dlen; ++i) w.u8(i);
+    return frame(static_cast<uint16_t>(MsgType::file_end), p);
+  };
+  auto ok = decode(file_end(32));
+  REQUIRE(ok.ok());
+  CHECK(std::get<FileEnd>(*ok).digest.len == 32);
+  CHECK(std::get<FileEnd>(*ok).digest.bytes[31] == 31);
+  expect_proto_error(file_end(33));
+  expect_proto_error(file_end(200));
+}
+
+TEST_CASE("CHUNK_READY length and offset are checked") {
+  const auto t = static_cast<uint16_t>(MsgType::chunk_ready);
+  expect_proto_error(frame(t, chunk_ready_payload(0, 0)), "out of range");
+  expect_proto_error(frame(t, chunk_ready_payload(0, kMaxChunk + 1)), "out of range");
+  expect_proto_error(frame(t, chunk_ready_payload(0, 0xFFFFFFFF)), "out of range");
+  CHECK(decode(frame(t, chunk_ready_payload(0, kMaxChunk))).ok());
+  const uint64_t max = std::numeric_limits<uint64_t>::max();
+  expect_proto_error(frame(t, chunk_ready_payload(max, 1)), "overflow");
+  expect_proto_error(frame(t, chunk_ready_payload(max - 100, 4096)), "overflow");
+  auto edge = decode(frame(t, chunk_ready_payload(max - 4096, 4096)));  // ends exactly at 2^64 - 1
+  REQUIRE(edge.ok());
+  CHECK(std::get<ChunkReady>(*edge).offset == max - 4096);
+}
+
+TEST_CASE("hello round-trips in 32 bytes") {
+  static_assert(kHelloSize == 32);
+  static_assert(kHelloSize <= 56, "rdma_connect private data holds 56 bytes");
+  const Hello h = good_hello();
+  const Bytes b = encode_hello(h);
+  REQUIRE(b.size() == kHelloSize);
+  CHECK(b[0] == 0x52);
+  CHECK(b[1] == 0x43);
+  CHECK(b[2] == 0x50);
+  CHECK(b[3] == 0x30);
+  CHECK(b[5] == kVersion);
+  CHECK(b[7] == kHelloSize);
+  CHECK(b[8] == 0);
+  CHECK(b[9] == 64);  // ctrl_depth, big-endian
+  auto r = decode_hello(b);
+  REQUIRE_MESSAGE(r.ok(), r.error().message());
+  CHECK(r->version == kVersion);
+  CHECK(r->ctrl_depth == h.ctrl_depth);
+  CHECK(r->rd_init == h.rd_init);
+  CHECK(r->rd_resp == h.rd_resp);
+  CHECK(r->max_sge_rd == h.max_sge_rd);
+  CHECK(r->checksums == h.checksums);
+  CHECK(r->max_chunk == h.max_chunk);
+  CHECK(r->ctrl_msg_size == h.ctrl_msg_size);
+  CHECK(r->flags == h.flags);
+}
+
+TEST_CASE("decode_hello accepts padding and refuses short or foreign hellos") {
+  const Bytes b = encode_hello(good_hello());
+  SUBCASE("padded to the 56 bytes of private data") {
+    Bytes p = b;
+    p.resize(56, 0xEE);
+    auto r = decode_hello(p);
+    REQUIRE(r.ok());
+    CHECK(r->flags == 0xA5A5A5A5);
+  }
+  SUBCASE("short") {
+    for (size_t n = 0; n < kHelloSize; ++n) {
+      CAPTURE(n);
+      CHECK_FALSE(decode_hello(std::span<const uint8_t>(b.data(), n)).ok());
+    }
+  }
+  SUBCASE("size field below 32") {
+    Bytes p = b;
+    p[7] = 16;
+    CHECK_FALSE(decode_hello(p).ok());
+  }
+  SUBCASE("magic") {
+    Bytes p = b;
+    p[3] = 0x31;
+    auto r = decode_hello(p);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == EPROTO);
+  }
+  SUBCASE("version names both versions") {
+    Hello h = good_hello();
+    h.version = 4660;
+    auto r = decode_hello(encode_hello(h));
+    REQUIRE_FALSE(r.ok());
+    CHECK_MESSAGE(contains(r.error().context, "4660"), r.error().context);
+    CHECK_MESSAGE(contains(r.error().context, std::to_string(kVersion)), r.error().context);
+  }
+}
+
+TEST_CASE("decode_hello validates the announced limits") {
+  auto check = [](auto mutate, bool accepted) {
+    Hello h = good_hello();
+    mutate(h);
+    auto r = decode_hello(encode_hello(h));
+    CHECK(r.ok() == accepted);
+    if (!r.ok()) CHECK(r.error().code == EPROTO);
+  };
+  check([](Hello&) {}, true);
+  check([](Hello& h) { h.ctrl_depth = 0; }, false);
+  check([](Hello& h) { h.ctrl_depth = 0xFFFF; }, true);
+  check([](Hello& h) { h.ctrl_msg_size = 0; }, false);
+  check([](Hello& h) { h.ctrl_msg_size = 255; }, false);
+  check([](Hello& h) { h.ctrl_msg_size = 256; }, true);
+  check([](Hello& h) { h.ctrl_msg_size = kMaxMessage + 1; }, false);
+  check([](Hello& h) { h.ctrl_msg_size = 0xFFFFFFFF; }, false);
+  check([](Hello& h) { h.max_chunk = 0; }, false);
+  check([](Hello& h) { h.max_chunk = 1; }, true);
+  check([](Hello& h) { h.max_chunk = kMaxChunk; }, true);
+  check([](Hello& h) { h.max_chunk = kMaxChunk + 1; }, false);
+  check([](Hello& h) { h.max_sge_rd = 0; }, false);
+  check([](Hello& h) { h.max_sge_rd = 1; }, true);
+}
+
+TEST_CASE("encode refuses a digest longer than 32 bytes instead of reading past it") {
+  ChunkReady c;
+  c.length = 10;
+  c.digest.len = 33;
+  Bytes out;
+  CHECK_FALSE(encode(c, out).ok());
+  CHECK(out.empty());
+  FileEnd f;
+  f.digest.len = 255;
+  CHECK_FALSE(encode(f, out).ok());
+  Digest a, b;
+  a.len = b.len = 200;  // equal lengths beyond the array must not compare (or read) past it
+  CHECK_FALSE(a == b);
+}
+
+TEST_CASE("decode_hello refuses a control depth of 1 (no credit left for data)") {
+  Hello h;
+  h.ctrl_depth = 1;
+  h.rd_init = h.rd_resp = 4;
+  h.max_sge_rd = 4;
+  h.checksums = 7;
+  h.max_chunk = 1 << 20;
+  auto r = decode_hello(encode_hello(h));
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().context.find("control receive buffers") != std::string::npos);
+  h.ctrl_depth = 2;
+  CHECK(decode_hello(encode_hello(h)).ok());
+}
