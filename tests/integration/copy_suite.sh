@@ -42,10 +42,11 @@ bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; [ -s "$work/err" ] && sed 
 check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
 
 nstart=0
+extra_exports=()
 start_daemon() {  # [ENV=VAL ...] : starts rcpd with a log of its own, waits until it is ready
   nstart=$((nstart + 1)); dlog=$work/rcpd.$nstart.log
   env "$@" "$RCPD" --listen "$addr:$rport" --tcp-port "$tport" --transport "$transport" \
-      --export data="$exp" --export other="$outside" -v >> "$dlog" 2>&1 &
+      --export data="$exp" --export other="$outside" "${extra_exports[@]}" -v >> "$dlog" 2>&1 &
   dpid=$!
   for _ in $(seq 100); do grep -q "rcpd: ready" "$dlog" 2>/dev/null && return 0; sleep 0.05; done
   echo "rcpd did not start:"; cat "$dlog"; exit 1
@@ -170,6 +171,25 @@ start_daemon
 rcp "$addr:data/size4095" "$out/after-term"
 check "daemon serves the next client after an interrupted pull" cmp -s "$src/size4095" "$out/after-term"
 
+# --- a full disk: the copy fails naming the cause, nothing is left behind, the daemon goes on
+mkdir -p "$work/tiny"
+if mount -t tmpfs -o size=1m tmpfs "$work/tiny" 2> "$work/mount.err"; then
+  stop_daemon
+  extra_exports=(--export tiny="$work/tiny")
+  start_daemon
+  rcp "$src/size48M" "$addr:tiny/big" 2> "$work/err"
+  rc=$?
+  check "push onto a full disk fails (exit 1)" test $rc = 1
+  check "  ... naming the cause" grep -q "No space left on device" "$work/err"
+  check "  ... leaving nothing behind" test -z "$(ls -A "$work/tiny")"
+  mkdir -p "$work/tiny/d" 2>/dev/null
+  rcp "$src/size4095" "$addr:tiny/small"
+  check "  ... and the daemon serves the next client" cmp -s "$src/size4095" "$work/tiny/small"
+  umount "$work/tiny"
+else
+  bad "full-disk test could not mount a small tmpfs (needs root)" "$(cat "$work/mount.err")"
+fi
+
 # --- a peer that speaks another protocol version is refused with a clear error, both ways
 RCP_TEST_FAULT=protocol-version=99 rcp "$src/size1" "$addr:data/v99" 2> "$work/err"
 rc=$?
@@ -203,8 +223,12 @@ else
   else
     bad "rawpeer tool not built ($rawpeer)"
   fi
-  # on a host without RDMA, --transport rdma fails clearly instead of falling back
+  # on a host without RDMA, auto picks TCP (and says so once), --transport rdma fails clearly
   if ! ls /sys/class/infiniband/ 2>/dev/null | grep -q .; then
+    timeout 60 "$RCP" -v -P "$rport" --tcp-port "$tport" "$src/size4095" "$addr:data/auto" 2> "$work/err"; rc=$?
+    check "auto on a host without RDMA copies over TCP" test $rc = 0 -a -f "$exp/auto"
+    check "  ... and says so once on stderr" test "$(grep -c 'no RDMA device on this host; using TCP' "$work/err")" = 1
+    check "  ... and -v reports tcp" grep -q "rcp: tcp: " "$work/err"
     "$RCP" --transport rdma -P "$rport" "$src/size1" "$addr:data/x" 2> "$work/err"; rc=$?
     check "--transport rdma without a device fails" test $rc != 0
     check "  ... saying there is no RDMA device" grep -q "no RDMA device" "$work/err"
