@@ -3,6 +3,7 @@
 // exit codes. Everything else is in lib/.
 #include <CLI/CLI.hpp>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -66,7 +67,61 @@ struct Options {
   bool fsync = false;
   uint32_t streams = 2;
   bool no_zerocopy = false;
+  bool recursive = false;
 };
+
+/// Expands the push sources into openers: files as they are, directories
+/// (with -r) as a directory entry plus everything below it, named
+/// "base/rel" so the tree lands under the destination directory.
+Result<std::vector<SourceOpener>> push_sources(const std::vector<std::string>& srcs, bool recursive, bool& tree) {
+  std::vector<SourceOpener> files;
+  tree = false;
+  for (const auto& s : srcs) {
+    struct stat st;
+    if (::stat(s.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      if (!recursive) return make_error(EISDIR, "'" + s + "' is a directory (use -r)");
+      tree = true;
+      int dfd = ::open(s.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dfd < 0) return sys_error("'" + s + "'");
+      auto root = std::make_shared<Fd>(dfd);
+      std::vector<std::string> skipped;
+      RCP_ASSIGN(auto entries, walk_tree(root->get(), skipped));
+      for (auto& k : skipped) log_error("skipping '{}/{}': not a regular file or directory", s, k);
+      const std::string base = base_name(s) == "/" || base_name(s) == "." ? "" : base_name(s);
+      auto name_of = [base](const std::string& rel) { return base.empty() ? rel : base + "/" + rel; };
+      if (!base.empty())
+        files.push_back([base, mode = st.st_mode & 0777]() -> Result<SourceFile> {
+          SourceFile f;
+          f.is_dir = true;
+          f.mode = mode;
+          f.name = f.shown = base;
+          return f;
+        });
+      for (auto& e : entries) {
+        const std::string shown = s + "/" + e.rel, name = name_of(e.rel);
+        if (e.is_dir) {
+          files.push_back([name, shown, mode = e.mode]() -> Result<SourceFile> {
+            SourceFile f;
+            f.is_dir = true;
+            f.mode = mode;
+            f.name = name;
+            f.shown = shown;
+            return f;
+          });
+        } else {
+          files.push_back([root, rel = e.rel, name, shown]() -> Result<SourceFile> {
+            RCP_ASSIGN(SourceFile f, open_source_file(root->get(), rel, shown, true));
+            f.name = name;
+            return f;
+          });
+        }
+      }
+    } else {
+      files.push_back([s]() { return open_source_file(AT_FDCWD, s, s, false); });
+    }
+  }
+  return files;
+}
 
 SessionOptions session_options(const Options& o, Checksum algo) {
   SessionOptions s;
@@ -141,7 +196,14 @@ int run(const Options& o) {
   };
 
   if (push) {
-    const uint16_t flags = (srcs.size() > 1 ? wire::kOpenMulti : 0) | (o.fsync ? wire::kOpenFsync : 0);
+    bool tree = false;
+    auto files = push_sources(srcs, o.recursive, tree);
+    if (!files.ok()) {
+      log_error("{}", files.error().message());
+      return kExitUsage;
+    }
+    // A tree needs a directory to land in, as several files do.
+    const uint16_t flags = (srcs.size() > 1 || tree ? wire::kOpenMulti : 0) | (o.fsync ? wire::kOpenFsync : 0);
     auto t = open_session(rdst->host);
     if (!t.ok()) {
       log_error("{}", t.error().message());
@@ -158,10 +220,7 @@ int run(const Options& o) {
       log_error("{}: {}", dst, ok.error().message());
       return kExitConnect;
     }
-    std::vector<SourceOpener> files;
-    for (auto& s : srcs)
-      files.push_back([s]() { return open_source_file(AT_FDCWD, s, s, false); });
-    auto st = run_source(ch, std::move(files), so);
+    auto st = run_source(ch, std::move(files.value()), so);
     if (!st.ok()) {
       log_error("{}", st.error().message());
       return g_cancel ? kExitInterrupted : kExitConnect;
@@ -174,7 +233,7 @@ int run(const Options& o) {
         log_error("all sources of a pull must be on one host");
         return kExitUsage;
       }
-    auto dest = resolve_destination_local(dst, srcs.size() > 1);
+    auto dest = resolve_destination_local(dst, srcs.size() > 1 || o.recursive);
     if (!dest.ok()) {
       log_error("{}", dest.error().message());
       return kExitUsage;
@@ -186,7 +245,7 @@ int run(const Options& o) {
         return kExitConnect;
       }
       Channel ch(*t.value());
-      const uint16_t flags = o.fsync ? wire::kOpenFsync : 0;
+      const uint16_t flags = (o.fsync ? wire::kOpenFsync : 0) | (o.recursive ? wire::kOpenRecursive : 0);
       if (auto s = ch.send(wire::Open{wire::Op::get, *algo, flags, r->module_path}); !s.ok()) {
         log_error("{}", s.error().message());
         return kExitConnect;
@@ -240,6 +299,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 16));
   app.add_flag("--no-zerocopy", o.no_zerocopy, "TCP transport: plain sends instead of zero-copy sends");
+  app.add_flag("-r,--recursive", o.recursive, "copy directories and everything below them");
   app.add_flag("--fsync", o.fsync, "fsync each file before renaming it into place");
   app.set_version_flag("--version", std::string("rcp ") + RCP_VERSION);
   try {

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -61,6 +62,58 @@ SessionOptions session_options(const Daemon& d, Checksum algo, bool fsync) {
   return s;
 }
 
+/// What a get sends: one file, or with kOpenRecursive a directory and
+/// everything below it — every path opened beneath the export, symlinks
+/// never followed.
+Result<std::vector<SourceOpener>> get_sources(int root, const std::string& rel, const std::string& shown,
+                                              bool recursive) {
+  RCP_ASSIGN(Fd probe, open_beneath(root, rel, O_RDONLY));
+  struct stat st;
+  if (::fstat(probe.get(), &st) != 0) return sys_error("stat '" + shown + "'");
+  std::vector<SourceOpener> files;
+  if (!S_ISDIR(st.st_mode)) {
+    auto holder = std::make_shared<Result<SourceFile>>(open_source_file(root, rel, shown, true));
+    files.push_back([holder]() -> Result<SourceFile> { return std::move(*holder); });
+    return files;
+  }
+  if (!recursive) return make_error(EISDIR, "'" + shown + "' is a directory (use -r)");
+  auto dir = std::make_shared<Fd>(std::move(probe));
+  std::vector<std::string> skipped;
+  RCP_ASSIGN(auto entries, walk_tree(dir->get(), skipped));
+  for (auto& k : skipped) log_info("get {}: skipping '{}': not a regular file or directory", shown, k);
+  const std::string base = rel.empty() ? std::string() : base_name(rel);
+  auto name_of = [base](const std::string& r) { return base.empty() ? r : base + "/" + r; };
+  if (!base.empty())
+    files.push_back([base, shown, mode = st.st_mode & 0777]() -> Result<SourceFile> {
+      SourceFile f;
+      f.is_dir = true;
+      f.mode = mode;
+      f.name = base;
+      f.shown = shown;
+      return f;
+    });
+  for (auto& e : entries) {
+    std::string name = name_of(e.rel), eshown = shown + "/" + e.rel;
+    if (e.is_dir) {
+      files.push_back([name, eshown, mode = e.mode]() -> Result<SourceFile> {
+        SourceFile f;
+        f.is_dir = true;
+        f.mode = mode;
+        f.name = name;
+        f.shown = eshown;
+        return f;
+      });
+    } else {
+      files.push_back([dir, r = e.rel, name, eshown]() -> Result<SourceFile> {
+        RCP_ASSIGN(SourceFile f, open_source_file(dir->get(), r, eshown, true));
+        f.name = name;
+        return f;
+      });
+    }
+  }
+  return files;
+}
+
 /// Handles one connection from its OPEN to its end. Every failure is sent to
 /// the client and logged; nothing escapes this function.
 void serve(Daemon& d, Transport& t) {
@@ -99,13 +152,11 @@ void serve(Daemon& d, Transport& t) {
     if (auto s = ch.send(wire::OpenOk{static_cast<uint8_t>(dest->is_dir)}); !s.ok()) return refuse(s.error());
     st = run_sink(ch, dest.value(), so);
   } else {
-    auto src = open_source_file(ex->second.root.get(), rel.value(), shown, true);
-    if (!src.ok()) return refuse(src.error());
+    auto files = get_sources(ex->second.root.get(), rel.value(), shown, open->flags & wire::kOpenRecursive);
+    if (!files.ok()) return refuse(files.error());
     if (auto s = ch.send(wire::OpenOk{0}); !s.ok()) return refuse(s.error());
     so.chunk_size = std::min(so.chunk_size, t.negotiated().max_chunk);
-    auto holder = std::make_shared<SourceFile>(std::move(src.value()));
-    std::vector<SourceOpener> files{[holder]() -> Result<SourceFile> { return std::move(*holder); }};
-    st = run_source(ch, std::move(files), so);
+    st = run_source(ch, std::move(files.value()), so);
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) {

@@ -6,6 +6,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
+#include <algorithm>
 #include <vector>
 
 namespace rcp {
@@ -85,7 +88,7 @@ Result<Destination> finish_destination(Result<Fd> as_dir, Result<Fd> parent, std
   }
   const int e = as_dir.error().code;
   if (e != ENOTDIR && e != ENOENT) return as_dir.error();
-  if (multi) return make_error(ENOTDIR, "destination '" + d.shown + "' is not a directory (several sources)");
+  if (multi) return make_error(ENOTDIR, "destination '" + d.shown + "' is not an existing directory (needed for several sources or -r)");
   if (!parent.ok()) return parent.error();
   if (!is_plain_name(leaf)) return make_error(EINVAL, "destination '" + d.shown + "' has no file name");
   d.dir = std::move(parent.value());
@@ -113,6 +116,68 @@ Result<Destination> resolve_destination_local(const std::string& path, bool mult
   int pfd = ::open(parent_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   Result<Fd> parent = pfd >= 0 ? Result<Fd>(Fd(pfd)) : Result<Fd>(sys_error("directory '" + parent_path + "'"));
   return finish_destination(std::move(as_dir), std::move(parent), base_name(path), multi, path);
+}
+
+Result<Fd> make_dirs_beneath(int root_fd, std::string_view rel, unsigned mode) {
+  RCP_ASSIGN(std::string clean, clean_relative(rel));
+  RCP_ASSIGN(Fd cur, open_beneath(root_fd, "", O_RDONLY | O_DIRECTORY));
+  size_t i = 0;
+  while (i < clean.size()) {
+    size_t j = clean.find('/', i);
+    if (j == std::string::npos) j = clean.size();
+    const std::string comp = clean.substr(i, j - i);
+    if (::mkdirat(cur.get(), comp.c_str(), mode) != 0 && errno != EEXIST)
+      return sys_error("mkdir '" + clean.substr(0, j) + "'");
+    auto next = open_beneath(cur.get(), comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    if (!next.ok()) return make_error(next.error().code, "'" + clean.substr(0, j) + "': " + next.error().context);
+    cur = std::move(next.value());
+    i = j + 1;
+  }
+  return cur;
+}
+
+namespace {
+
+Status walk_into(int dir_fd, const std::string& prefix, std::vector<TreeEntry>& out, std::vector<std::string>& skipped,
+                 int depth) {
+  if (depth > 256) return make_error(ELOOP, "'" + prefix + "': directory tree deeper than 256 levels");
+  int dup_fd = ::dup(dir_fd);
+  if (dup_fd < 0) return sys_error("dup");
+  DIR* d = ::fdopendir(dup_fd);
+  if (!d) {
+    ::close(dup_fd);
+    return sys_error("opendir '" + prefix + "'");
+  }
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(std::move(n));
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const auto& n : names) {
+    const std::string rel = prefix.empty() ? n : prefix + "/" + n;
+    struct stat st;
+    if (::fstatat(dir_fd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return sys_error("stat '" + rel + "'");
+    if (S_ISREG(st.st_mode)) {
+      out.push_back({rel, false, st.st_mode & 0777});
+    } else if (S_ISDIR(st.st_mode)) {
+      out.push_back({rel, true, st.st_mode & 0777});
+      RCP_ASSIGN(Fd sub, open_beneath(dir_fd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW));
+      RCP_TRY(walk_into(sub.get(), rel, out, skipped, depth + 1));
+    } else {
+      skipped.push_back(rel);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::vector<TreeEntry>> walk_tree(int dir_fd, std::vector<std::string>& skipped) {
+  std::vector<TreeEntry> out;
+  RCP_TRY(walk_into(dir_fd, "", out, skipped, 0));
+  return out;
 }
 
 }  // namespace rcp

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "util/fd.h"
 #include "util/result.h"
@@ -32,6 +33,22 @@ std::string dir_name(std::string_view path);
 /// openat2(root, rel, flags, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): rel is
 /// resolved strictly inside root. rel "" opens root itself (as ".").
 Result<Fd> open_beneath(int root_fd, std::string_view rel, int flags, unsigned mode = 0);
+
+/// Creates (where missing) and opens the directory `rel` — a cleaned
+/// relative path — beneath root, one component at a time; a component that
+/// is a symlink or leads outside is refused, never followed.
+Result<Fd> make_dirs_beneath(int root_fd, std::string_view rel, unsigned mode = 0755);
+
+/// One entry of a directory tree, relative to the walked directory.
+struct TreeEntry {
+  std::string rel;
+  bool is_dir = false;
+  unsigned mode = 0;
+};
+/// Lists the tree under dir_fd (parents before children, names sorted):
+/// regular files and directories. Symlinks and special files are not
+/// followed; their paths are appended to `skipped`.
+Result<std::vector<TreeEntry>> walk_tree(int dir_fd, std::vector<std::string>& skipped);
 
 /// Where a sink writes one incoming file: a directory and, unless the
 /// destination is the directory itself, the name to give the file.

@@ -358,7 +358,9 @@ class Source {
     const uint32_t id = next_id_++;
     File f{id, std::move(sf->fd), sf->size, sf->shown, chunk_count(sf->size, opt_.chunk_size), 0, 0, false,
            FileLedger(opt_.checksum, sf->size)};
-    wire::FileBegin fb{id, sf->size, sf->mode, sf->name};
+    // A directory entry is a FILE_BEGIN with S_IFDIR in its mode and no data.
+    const uint32_t mode = sf->is_dir ? (S_IFDIR | (sf->mode & 0777)) : (sf->mode & 0777);
+    wire::FileBegin fb{id, sf->size, mode, sf->name};
     RCP_TRY(ch_.send(fb));
     files_.emplace(id, std::move(f));
     cur_ = id;
@@ -482,10 +484,15 @@ class Sink {
 
  private:
   struct File {
+    File(uint32_t id_, uint64_t size_, uint32_t mode_, Checksum algo)
+        : id(id_), size(size_), mode(mode_), ledger(algo, size_) {}
     uint32_t id = 0;
     uint64_t size = 0;
     uint32_t mode = 0644;
     std::string shown;
+    bool is_dir = false;  // a directory entry: created at FILE_END
+    std::string rel;      // its path below the destination
+    Fd parent;            // the file's directory when below the destination (outlives tmp)
     TempFile tmp;
     FileLedger ledger;
     uint64_t written = 0;
@@ -513,26 +520,51 @@ class Sink {
     if (finish_seen_) return proto_error(t_, "FILE_BEGIN after FINISH");
     if (files_.count(fb.file_id) || fb.file_id < next_file_id_) return proto_error(t_, "file id reused");
     next_file_id_ = fb.file_id + 1;
-    File f{fb.file_id, fb.size, fb.mode, "", TempFile(), FileLedger(opt_.checksum, fb.size)};
+    File f(fb.file_id, fb.size, fb.mode, opt_.checksum);
+    f.is_dir = S_ISDIR(fb.mode);
     std::string target;
+    int dir_fd = dest_.dir.get();
     if (dest_.is_dir) {
       f.shown = dest_.shown + (dest_.shown.empty() || dest_.shown.back() == '/' ? "" : "/") + fb.name;
-      target = fb.name;
+      // A name may carry directories (recursive copies), but only plain
+      // components: no "..", no absolute path, nothing to clean away.
+      auto clean = clean_relative(fb.name);
+      if (!clean.ok() || clean->empty() || clean.value() != fb.name) {
+        f.failed = true;
+        f.error = fmt::format("refused unsafe file name '{}' from {}", fb.name, t_.peer());
+      } else if (f.is_dir) {
+        f.rel = fb.name;
+        if (f.size != 0) return proto_error(t_, "directory entry with a size");
+      } else {
+        target = base_name(fb.name);
+        const std::string parent = dir_name(fb.name);
+        if (!parent.empty()) {
+          auto pd = make_dirs_beneath(dest_.dir.get(), parent);
+          if (pd.ok()) {
+            f.parent = std::move(pd.value());
+            dir_fd = f.parent.get();
+          } else {
+            f.failed = true;
+            f.error = pd.error().message();
+          }
+        }
+      }
     } else {
       f.shown = dest_.shown;
       target = dest_.leaf;
-      if (files_seen_ > 0) {
+      if (files_seen_ > 0 || f.is_dir) {
         f.failed = true;
-        f.error = "several files sent to the single-file destination '" + dest_.shown + "'";
+        f.error = f.is_dir ? "a directory was sent to the file destination '" + dest_.shown + "'"
+                           : "several files sent to the single-file destination '" + dest_.shown + "'";
       }
     }
     ++files_seen_;
-    if (!f.failed && !is_plain_name(target)) {
+    if (!f.failed && !f.is_dir && !is_plain_name(target)) {
       f.failed = true;
       f.error = fmt::format("refused unsafe file name '{}' from {}", fb.name, t_.peer());
     }
-    if (!f.failed) {
-      auto tmp = TempFile::create(dest_.dir.get(), target, f.shown);
+    if (!f.failed && !f.is_dir) {
+      auto tmp = TempFile::create(dir_fd, target, f.shown);
       if (tmp.ok()) {
         f.tmp = std::move(tmp.value());
       } else {
@@ -662,6 +694,9 @@ class Sink {
         fail_file(f, fmt::format("'{}' incomplete: {} of {} bytes", f.shown, f.written, f.size));
       } else if (wire::Digest d = f.ledger.file_digest(); !(d == f.expected)) {
         fail_file(f, fmt::format("'{}' file digest mismatch", f.shown));
+      } else if (f.is_dir) {
+        auto dir = make_dirs_beneath(dest_.dir.get(), f.rel, f.mode & 0777);
+        if (!dir.ok()) fail_file(f, dir.error().message());
       } else if (Status st = f.tmp.commit(f.size, f.mode, opt_.fsync); !st.ok()) {
         fail_file(f, st.error().message());
       }

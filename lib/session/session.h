@@ -48,7 +48,9 @@ struct SourceFile {
   Fd fd;
   uint64_t size = 0;
   uint32_t mode = 0644;
-  std::string name;   ///< the name the sink gives it when its destination is a directory
+  bool is_dir = false;  ///< a directory entry of a recursive copy (no data, no fd)
+  std::string name;   ///< the name the sink gives it when its destination is a directory; may
+                      ///< hold '/'-separated components in a recursive copy
   std::string shown;  ///< for messages
 };
 using SourceOpener = std::function<Result<SourceFile>()>;

@@ -78,6 +78,7 @@ struct Open {
 };
 constexpr uint16_t kOpenMulti = 1;
 constexpr uint16_t kOpenFsync = 2;
+constexpr uint16_t kOpenRecursive = 4;  // get: a directory source is sent with everything below it
 
 struct OpenOk {
   uint8_t dest_is_dir = 0;

@@ -100,7 +100,32 @@ check "pull into a directory keeps the name" cmp -s "$src/name with spaces é �
 rcp "$src/size4095" "$src/size1" "$addr:data/size1" 2> "$work/err"
 rc=$?
 check "several sources to a file destination is refused" test $rc != 0
-check "  ... and says the destination is not a directory" grep -q "not a directory" "$work/err"
+check "  ... and says the destination is not a directory" grep -q "not an existing directory" "$work/err"
+
+# --- recursive copies: a tree with nested and empty directories, odd names, modes; symlinks skipped
+tree=$src/tree
+mkdir -p "$tree/a/b c" "$tree/empty"
+cp "$src/size1M+1" "$tree/a/"
+cp "$src/size0" "$tree/a/b c/"
+echo "deep" > "$tree/a/b c/dé ep.txt"
+chmod 750 "$tree/a/b c"
+ln -sfn /etc/passwd "$tree/a/link-out"
+rcp -r "$tree" "$addr:data/dir"
+rc=$?
+check "push -r of a tree" test $rc = 0
+check "  ... arrives identical (files, names, empty dirs)" diff -r --no-dereference -x link-out "$tree" "$exp/dir/tree"
+check "  ... keeps directory modes" test "$(stat -c %a "$exp/dir/tree/a/b c")" = 750
+check "  ... skips symlinks instead of following them" test ! -e "$exp/dir/tree/a/link-out"
+mkdir -p "$out/trees"
+rcp -r "$addr:data/dir/tree" "$out/trees"
+check "pull -r of a tree" test $? = 0
+check "  ... arrives identical" diff -r -x link-out "$tree" "$out/trees/tree"
+rcp "$addr:data/dir/tree" "$out/trees/x"
+check "pull of a directory without -r is refused" test $? != 0 -a ! -e "$out/trees/x"
+check "  ... saying to use -r" grep -q "use -r" "$work/err"
+rcp -r "$tree" "$addr:data/size1"
+check "push -r onto a file is refused" test $? != 0
+check "  ... leaving the file alone" cmp -s "$src/size1" "$exp/size1"
 
 # --- checksums: sha256 and none
 rcp --checksum sha256 "$src/size1M+1" "$addr:data/sha" && cmp -s "$src/size1M+1" "$exp/sha"

@@ -1,6 +1,8 @@
 // Proves peer-supplied paths are cleaned, can never resolve outside the export (by "..", absolute paths or symlinks), and that temp files vanish unless committed.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -396,4 +398,36 @@ TEST_CASE("TempFile is removed unless committed") {
   }
 
   ::close(dfd);
+}
+
+TEST_CASE("make_dirs_beneath creates nested directories and never follows a link out") {
+  Tree t;
+  auto d = make_dirs_beneath(t.root_fd, "new/deeper/" + std::string(kUtf8Name));
+  REQUIRE_MESSAGE(d.ok(), d.error().message());
+  struct stat st {};
+  CHECK(::stat((t.root + "/new/deeper/" + kUtf8Name).c_str(), &st) == 0);
+  CHECK(S_ISDIR(st.st_mode));
+  CHECK(make_dirs_beneath(t.root_fd, "sub").ok());  // existing directories are fine
+  CHECK_FALSE(make_dirs_beneath(t.root_fd, "link_dir_out/evil").ok());
+  CHECK(::access((t.outside + "/evil").c_str(), F_OK) != 0);
+  CHECK_FALSE(make_dirs_beneath(t.root_fd, "link_dir_in/x").ok());  // even a link that stays inside
+  CHECK_FALSE(make_dirs_beneath(t.root_fd, "../escape").ok());
+  CHECK_FALSE(make_dirs_beneath(t.root_fd, "/abs").ok());
+  CHECK_FALSE(make_dirs_beneath(t.root_fd, "file.txt/x").ok());  // a file in the way
+}
+
+TEST_CASE("walk_tree lists files and directories, parents first, and skips symlinks") {
+  Tree t;
+  std::vector<std::string> skipped;
+  auto w = walk_tree(t.root_fd, skipped);
+  REQUIRE(w.ok());
+  std::vector<std::string> rels;
+  for (auto& e : w.value()) rels.push_back(e.rel + (e.is_dir ? "/" : ""));
+  CHECK(std::find(rels.begin(), rels.end(), "sub/") != rels.end());
+  CHECK(std::find(rels.begin(), rels.end(), "sub/file.txt") != rels.end());
+  CHECK(std::find(rels.begin(), rels.end(), std::string(kUtf8Name)) != rels.end());
+  CHECK(std::find(rels.begin(), rels.end(), "sub/") < std::find(rels.begin(), rels.end(), "sub/file.txt"));
+  for (auto& r : rels) CHECK(r.find("link") == std::string::npos);
+  CHECK(std::find(skipped.begin(), skipped.end(), "link_dir_out") != skipped.end());
+  CHECK(std::find(skipped.begin(), skipped.end(), "sub/link_up_in") != skipped.end());
 }
