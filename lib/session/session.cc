@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -134,10 +135,22 @@ class Pool {
     if (p == MAP_FAILED) return sys_error(fmt::format("allocate buffer pool of {} bytes", len_));
     base_ = static_cast<uint8_t*>(p);
     RCP_ASSIGN(key_, t_.register_memory(base_, len_, remote_read));
-    std::vector<iovec> iov(units_);
-    for (uint32_t i = 0; i < units_; ++i) iov[i] = {base_ + size_t{i} * unit_, unit_};
+    // One fixed buffer for the whole pool when io_uring allows it (≤ 1 GiB
+    // per buffer), so a run of adjacent blocks can be written with one
+    // WRITE_FIXED; otherwise one buffer per unit.
+    single_ = len_ <= (size_t{1} << 30);
+    std::vector<iovec> iov;
+    if (single_) {
+      iov.push_back({base_, len_});
+    } else {
+      for (uint32_t i = 0; i < units_; ++i) iov.push_back({base_ + size_t{i} * unit_, unit_});
+    }
     return ring.register_buffers(iov);
   }
+  /// The fixed-buffer index that holds unit i.
+  int buf_index(uint32_t i) const { return single_ ? 0 : static_cast<int>(i); }
+  /// Whether a write may span several units (they share one fixed buffer).
+  bool spans_units() const { return single_; }
   uint8_t* at(uint32_t i) const { return base_ + size_t{i} * unit_; }
   uint32_t key() const { return key_; }
   uint32_t unit() const { return unit_; }
@@ -148,6 +161,7 @@ class Pool {
   uint8_t* base_ = nullptr;
   size_t len_ = 0;
   uint32_t key_ = 0;
+  bool single_ = false;
 };
 
 /// The loop both roles share: drain transport events and disk completions,
@@ -342,7 +356,7 @@ class Source {
   void submit_read(uint32_t slot, File& f) {
     Slot& s = slots_[slot];
     uint8_t* p = pool_.at(slot) + s.done;
-    while (!ring_.read_fixed(f.fd.get(), p, s.length - s.done, s.offset + s.done, static_cast<int>(slot), slot))
+    while (!ring_.read_fixed(f.fd.get(), p, s.length - s.done, s.offset + s.done, pool_.buf_index(slot), slot))
       (void)ring_.submit();
   }
 
@@ -461,6 +475,9 @@ class Sink {
       p.c = std::move(c);
       queue_.pop_front();
       free_.take(nblocks, p.blocks);
+      // Ascending order turns adjacent free blocks into one contiguous run,
+      // which is then written with one WRITE_FIXED instead of one per block.
+      std::sort(p.blocks.begin(), p.blocks.end());
       const uint64_t cookie = next_cookie_++;
       auto [it, ok] = pending_.emplace(cookie, std::move(p));
       RCP_TRY(post_read(cookie, it->second));
@@ -654,13 +671,18 @@ class Sink {
       return check_file(f.id);
     }
     f.ledger.add_digest(p.c.offset, p.c.length, p.c.digest);
+    // One write per run of consecutive blocks (a run is contiguous memory).
     uint32_t left = p.c.length;
-    for (size_t i = 0; i < p.blocks.size(); ++i) {
-      uint32_t n = std::min(left, opt_.block_size);
+    size_t i = 0;
+    while (i < p.blocks.size()) {
+      size_t j = i + 1;
+      while (pool_.spans_units() && j < p.blocks.size() && p.blocks[j] == p.blocks[j - 1] + 1) ++j;
+      const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(left, uint64_t{j - i} * opt_.block_size));
       Write w{e.cookie, p.blocks[i], p.c.offset + uint64_t{i} * opt_.block_size, 0, n};
       ++p.writes_out;
       submit_write(f, w);
       left -= n;
+      i = j;
     }
     return {};
   }
@@ -668,7 +690,7 @@ class Sink {
   void submit_write(File& f, const Write& w) {
     const uint64_t id = next_write_++;
     writes_.emplace(id, w);
-    while (!ring_.write_fixed(f.tmp.fd(), pool_.at(w.block) + w.buf_off, w.len, w.file_off, static_cast<int>(w.block), id))
+    while (!ring_.write_fixed(f.tmp.fd(), pool_.at(w.block) + w.buf_off, w.len, w.file_off, pool_.buf_index(w.block), id))
       (void)ring_.submit();
   }
 
