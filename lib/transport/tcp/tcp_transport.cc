@@ -113,6 +113,7 @@ struct Stream {
   uint32_t cur_done = 0;
   iovec rx_iov[kMaxIov];
   bool recv_busy = false, eof = false;
+  bool recv_into_pool = false;  // the receive in flight writes into registered pool memory
   std::deque<OutItem> out;
   std::vector<OutItem> sending;             // items of the send in flight
   // Header buffers of zero-copy sends, by send sequence, until the kernel's
@@ -140,6 +141,7 @@ class TcpTransport final : public Transport {
       : peer_(std::move(peer)), neg_(n), zerocopy_(zerocopy), token_(token) {}
 
   ~TcpTransport() override {
+    log_debug("{}: {} read replies received with READ_FIXED", peer_, fixed_reads_);
     if (token_) {
       std::lock_guard lk(registry().mu);
       registry().pending.erase(token_);
@@ -187,19 +189,59 @@ class TcpTransport final : public Transport {
 
   std::string name() const override { return "tcp"; }
   std::string describe() const override {
-    return fmt::format("tcp: {} stream(s), {} reads in flight, zero-copy send {}", streams_.size(),
-                       neg_.reads_in_flight, zerocopy_ ? "on" : "off");
+    return fmt::format("tcp: {} stream(s), {} reads in flight, zero-copy send {}, fixed-buffer receive {}",
+                       streams_.size(), neg_.reads_in_flight, zerocopy_ ? "on" : "off", fixed_ ? "on" : "off");
   }
   std::string peer() const override { return peer_; }
   const Negotiated& negotiated() const override { return neg_; }
 
   Result<uint32_t> register_memory(void* base, size_t len, bool remote_read) override {
+    // The sink's landing zone is also registered with this ring as a fixed
+    // buffer, so read replies are received with READ_FIXED straight into it
+    // (no per-request page pinning). One registration per ring; io_uring
+    // limits a fixed buffer to 1 GiB.
+    if (!remote_read && !fixed_ && len <= (size_t{1} << 30)) {
+      iovec iov{base, len};
+      if (io_uring_register_buffers(&ring_, &iov, 1) == 0) {
+        fixed_ = true;
+        fixed_base_ = static_cast<uint8_t*>(base);
+        fixed_len_ = len;
+      }
+    }
     regions_.push_back({static_cast<uint8_t*>(base), len, remote_read});
     return static_cast<uint32_t>(regions_.size());  // key = index + 1; 0 is never valid
   }
 
   void deregister_memory(uint32_t key) override {
-    if (key >= 1 && key <= regions_.size()) regions_[key - 1] = {nullptr, 0, false};
+    if (key < 1 || key > regions_.size()) return;
+    const Region r = regions_[key - 1];
+    regions_[key - 1] = {nullptr, 0, false};
+    // A receive still landing in this memory (the session is aborting) must
+    // end before the memory is freed: hang up and wait for it. The fixed
+    // buffer itself stays registered until the ring goes (unregistering
+    // would wait for every request in flight, idle receives included).
+    bool busy = false;
+    for (auto& st : streams_) busy |= st->recv_busy && st->recv_into_pool;
+    if (!busy) return;
+    log_debug("{}: aborting receives into a pool of {} bytes being released", peer_, r.len);
+    for (auto& st : streams_) ::shutdown(st->sock.get(), SHUT_RDWR);
+    io_uring_submit(&ring_);
+    __kernel_timespec ts{5, 0};
+    io_uring_cqe* cqe;
+    for (;;) {
+      busy = false;
+      for (auto& st : streams_) busy |= st->recv_busy && st->recv_into_pool;
+      if (!busy || io_uring_wait_cqe_timeout(&ring_, &cqe, &ts) != 0) break;
+      const uint64_t ud = cqe->user_data;
+      const uint32_t flags = cqe->flags;
+      io_uring_cqe_seen(&ring_, cqe);
+      if (!(flags & IORING_CQE_F_MORE)) --inflight_;
+      const uint32_t i = static_cast<uint32_t>((ud >> 8) & 0xff);
+      const int kind = static_cast<int>(ud & 0xff);
+      if (i < streams_.size() && (kind == 1 || kind == 2)) streams_[i]->recv_busy = false;
+      if (i < streams_.size() && kind == 3 && !(flags & IORING_CQE_F_NOTIF)) streams_[i]->send_busy = false;
+    }
+    closed_ = true;
   }
 
   Status send(std::span<const uint8_t> message) override {
@@ -325,14 +367,30 @@ class TcpTransport final : public Transport {
       size_t idx = 0;
       uint32_t base = 0;
       while (base + pr.sges[idx].length <= s.cur_done) base += pr.sges[idx++].length;
-      int n = 0;
       const uint32_t in_sge = s.cur_done - base;
+      // When the rest of the reply lands in one contiguous run of the fixed
+      // buffer (the sink hands out adjacent blocks), read it with READ_FIXED.
+      uint8_t* start = reinterpret_cast<uint8_t*>(pr.sges[idx].addr) + in_sge;
+      uint64_t run = pr.sges[idx].length - in_sge;
+      for (size_t k = idx + 1; k < pr.sges.size() && pr.sges[k].addr == pr.sges[k - 1].addr + pr.sges[k - 1].length; ++k)
+        run += pr.sges[k].length;
+      if (fixed_ && run == pr.length - s.cur_done && start >= fixed_base_ && start + run <= fixed_base_ + fixed_len_) {
+        io_uring_prep_read_fixed(q, s.sock.get(), start, static_cast<unsigned>(run), 0, 0);
+        io_uring_sqe_set_data64(q, (uint64_t{i} << 8) | 2);
+        s.recv_busy = true;
+        s.recv_into_pool = true;
+        ++inflight_;
+        ++fixed_reads_;
+        return;
+      }
+      int n = 0;
       s.rx_iov[n].iov_base = reinterpret_cast<uint8_t*>(pr.sges[idx].addr) + in_sge;
       s.rx_iov[n++].iov_len = pr.sges[idx].length - in_sge;
       for (size_t k = idx + 1; k < pr.sges.size() && n < kMaxIov; ++k)
         s.rx_iov[n++] = {reinterpret_cast<void*>(pr.sges[k].addr), pr.sges[k].length};
       io_uring_prep_readv(q, s.sock.get(), s.rx_iov, static_cast<unsigned>(n), 0);
       io_uring_sqe_set_data64(q, (uint64_t{i} << 8) | 2);
+      s.recv_into_pool = true;
     } else {
       if (s.rx_pos > 0) {
         std::memmove(s.rx.data(), s.rx.data() + s.rx_pos, s.rx_len - s.rx_pos);
@@ -341,6 +399,7 @@ class TcpTransport final : public Transport {
       }
       io_uring_prep_recv(q, s.sock.get(), s.rx.data() + s.rx_len, s.rx.size() - s.rx_len, 0);
       io_uring_sqe_set_data64(q, (uint64_t{i} << 8) | 1);
+      s.recv_into_pool = false;
     }
     s.recv_busy = true;
     ++inflight_;
@@ -589,6 +648,10 @@ class TcpTransport final : public Transport {
   std::unordered_map<uint64_t, PendingRead> reads_;
   uint64_t next_stream_ = 0;
   bool closed_ = false;
+  bool fixed_ = false;
+  uint8_t* fixed_base_ = nullptr;
+  size_t fixed_len_ = 0;
+  uint64_t fixed_reads_ = 0;
 };
 
 wire::Hello local_hello(const TcpOptions& opt, uint32_t flags) {
