@@ -68,6 +68,7 @@ struct Options {
   uint32_t streams = 2;
   bool no_zerocopy = false;
   bool recursive = false;
+  unsigned hash_threads = 1;
 };
 
 /// Expands the push sources into openers: files as they are, directories
@@ -131,6 +132,7 @@ SessionOptions session_options(const Options& o, Checksum algo) {
   s.block_size = std::min<uint32_t>(64u << 10, s.chunk_size);
   s.blocks = std::max<uint32_t>(o.window * blocks_for(s.chunk_size, s.block_size), 1);
   s.fsync = o.fsync;
+  s.hash_threads = o.hash_threads;
   s.cancel = &g_cancel;
   s.faults = Faults::from_env();
   return s;
@@ -299,6 +301,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 16));
   app.add_flag("--no-zerocopy", o.no_zerocopy, "TCP transport: plain sends instead of zero-copy sends");
+  app.add_option("--hash-threads", o.hash_threads, "threads computing chunk digests (0: on the I/O loop)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
   app.add_flag("-r,--recursive", o.recursive, "copy directories and everything below them");
   app.add_flag("--fsync", o.fsync, "fsync each file before renaming it into place");
   app.set_version_flag("--version", std::string("rcp ") + RCP_VERSION);

@@ -44,6 +44,7 @@ struct Daemon {
   uint32_t chunk_size = 1u << 20;
   uint32_t window = 16;
   uint32_t max_connections = 64;
+  unsigned hash_threads = 1;
   std::atomic<uint32_t> active{0};
   std::mutex mu;
   std::condition_variable cv;
@@ -57,6 +58,7 @@ SessionOptions session_options(const Daemon& d, Checksum algo, bool fsync) {
   s.block_size = std::min<uint32_t>(64u << 10, d.chunk_size);
   s.blocks = d.window * blocks_for(d.chunk_size, s.block_size);
   s.fsync = fsync;
+  s.hash_threads = d.hash_threads;
   s.cancel = &g_stop;
   s.faults = Faults::from_env();
   return s;
@@ -310,6 +312,9 @@ int main(int argc, char** argv) {
   app.add_option("--tcp-port", tcp_port, "TCP port")->capture_default_str();
   app.add_option("--chunk-size", chunk_kib, "largest chunk in KiB")->capture_default_str()->check(CLI::Range(4, 65536));
   app.add_option("--window", d.window, "chunks in flight per connection")->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--hash-threads", d.hash_threads, "digest threads per session (0: on the I/O loop)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
   app.add_option("--max-connections", d.max_connections, "sessions served at once")->capture_default_str();
   app.add_flag("-v,--verbose", verbose, "log each session (twice: debug)");
   app.set_version_flag("--version", std::string("rcpd ") + RCP_VERSION);

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "fs/tempfile.h"
+#include "hash/hash_pool.h"
 #include "io/ring.h"
 #include "session/ledger.h"
 #include "session/plan.h"
@@ -177,6 +178,10 @@ Status run_loop(Channel& ch, Ring& ring, Role& role, const SessionOptions& opt) 
   if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, t.wait_fd(), &ev) != 0) return sys_error("epoll_ctl transport");
   ev.data.u32 = 1;
   if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, ring.event_fd(), &ev) != 0) return sys_error("epoll_ctl ring");
+  if (role.hash_fd() >= 0) {
+    ev.data.u32 = 2;
+    if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, role.hash_fd(), &ev) != 0) return sys_error("epoll_ctl hash");
+  }
   std::vector<TransportEvent> events;
   auto last_progress = std::chrono::steady_clock::now();
   bool armed = false;
@@ -197,6 +202,7 @@ Status run_loop(Channel& ch, Ring& ring, Role& role, const SessionOptions& opt) 
       if (io_status.ok()) io_status = role.on_io(ud, res);
     });
     RCP_TRY(io_status);
+    RCP_TRY(role.reap_hashes(progress));
     bool started = false;
     RCP_TRY(role.pump(started));
     if (started) progress = true;
@@ -241,8 +247,26 @@ class Source {
       : ch_(ch), t_(ch.transport()), ring_(ring), opt_(opt), openers_(files.begin(), files.end()),
         pool_(t_, opt.slots, opt.chunk_size), free_(opt.slots), slots_(opt.slots) {}
 
-  Status init() { return pool_.init(ring_, true); }
+  Status init() {
+    RCP_TRY(pool_.init(ring_, true));
+    if (opt_.checksum != Checksum::none && opt_.hash_threads > 0) {
+      RCP_ASSIGN(hp_, HashPool::create(opt_.checksum, opt_.hash_threads));
+    }
+    return {};
+  }
   bool finished() const { return done_; }
+  int hash_fd() const { return hp_ ? hp_->event_fd() : -1; }
+  Status reap_hashes(bool& progress) {
+    if (!hp_) return {};
+    hashed_.clear();
+    hp_->take(hashed_);
+    for (auto& d : hashed_) {
+      progress = true;
+      RCP_TRY(on_hashed(d.id, d.digest));
+    }
+    return {};
+  }
+
   TransferStats& stats() { return stats_; }
 
   Status on_event(TransportEvent& e) {
@@ -289,6 +313,18 @@ class Source {
       return {};
     }
     uint8_t* p = pool_.at(static_cast<uint32_t>(slot_index));
+    if (hp_) {
+      hp_->submit({slot_index, {{p, s.length}}});
+      return {};
+    }
+    return on_hashed(slot_index, digest_of(opt_.checksum, {p, s.length}));
+  }
+
+  /// The chunk in this slot is read and hashed: announce it.
+  Status on_hashed(uint64_t slot_index, const wire::Digest& digest) {
+    Slot& s = slots_[slot_index];
+    File& f = files_.at(s.file_id);
+    uint8_t* p = pool_.at(static_cast<uint32_t>(slot_index));
     wire::ChunkReady c;
     c.file_id = s.file_id;
     c.slot = static_cast<uint32_t>(slot_index);
@@ -296,7 +332,7 @@ class Source {
     c.length = s.length;
     c.addr = reinterpret_cast<uint64_t>(p);
     c.rkey = pool_.key();
-    c.digest = digest_of(opt_.checksum, {p, s.length});
+    c.digest = digest;
     if (chunk_seq_++ == opt_.faults.source_corrupt) p[s.length / 2] ^= 0x5a;
     if (opt_.faults.source_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opt_.faults.source_delay_ms));
     f.ledger.add_digest(s.offset, s.length, c.digest);
@@ -402,6 +438,8 @@ class Source {
   const SessionOptions& opt_;
   std::deque<SourceOpener> openers_;
   Pool pool_;
+  std::unique_ptr<HashPool> hp_;  // after pool_: its workers stop before the pool goes
+  std::vector<HashPool::Done> hashed_;
   IndexPool free_;
   std::vector<Slot> slots_;
   std::map<uint32_t, File> files_;
@@ -421,8 +459,26 @@ class Sink {
       : ch_(ch), t_(ch.transport()), ring_(ring), dest_(dest), opt_(opt),
         pool_(t_, opt.blocks, opt.block_size), free_(opt.blocks) {}
 
-  Status init() { return pool_.init(ring_, false); }
+  Status init() {
+    RCP_TRY(pool_.init(ring_, false));
+    if (opt_.checksum != Checksum::none && opt_.hash_threads > 0) {
+      RCP_ASSIGN(hp_, HashPool::create(opt_.checksum, opt_.hash_threads));
+    }
+    return {};
+  }
   bool finished() const { return done_sent_; }
+  int hash_fd() const { return hp_ ? hp_->event_fd() : -1; }
+  Status reap_hashes(bool& progress) {
+    if (!hp_) return {};
+    hashed_.clear();
+    hp_->take(hashed_);
+    for (auto& d : hashed_) {
+      progress = true;
+      RCP_TRY(on_hashed(d.id, d.digest));
+    }
+    return {};
+  }
+
   TransferStats& stats() { return stats_; }
 
   Status on_event(TransportEvent& e) {
@@ -645,21 +701,33 @@ class Sink {
     File& f = files_.at(p.c.file_id);
     if (e.status != 0)
       return make_error(e.status, fmt::format("pulling '{}' at offset {} from {}: {}", f.shown, p.c.offset, t_.peer(), e.detail));
-    if (opt_.checksum != Checksum::none) {
-      Hasher h(opt_.checksum);
-      uint32_t left = p.c.length;
-      for (uint32_t b : p.blocks) {
-        uint32_t n = std::min(left, opt_.block_size);
-        if (read_seq_ == opt_.faults.sink_corrupt_once && p.attempts == 1 && b == p.blocks.front()) pool_.at(b)[0] ^= 0x5a;
-        h.update({pool_.at(b), n});
-        left -= n;
-      }
-      ++read_seq_;
-      wire::Digest got = h.finish();
+    if (opt_.checksum == Checksum::none) return on_hashed(e.cookie, p.c.digest);
+    if (read_seq_++ == opt_.faults.sink_corrupt_once && p.attempts == 1) pool_.at(p.blocks.front())[0] ^= 0x5a;
+    HashPool::Job job{e.cookie, {}};
+    uint32_t left = p.c.length;
+    for (uint32_t b : p.blocks) {
+      uint32_t n = std::min(left, opt_.block_size);
+      job.pieces.push_back({pool_.at(b), n});
+      left -= n;
+    }
+    if (hp_) {
+      hp_->submit(std::move(job));
+      return {};
+    }
+    Hasher h(opt_.checksum);
+    for (auto piece : job.pieces) h.update(piece);
+    return on_hashed(e.cookie, h.finish());
+  }
+
+  /// A pulled chunk was hashed: verify it, then write it or fetch it again.
+  Status on_hashed(uint64_t cookie, const wire::Digest& got) {
+    Pending& p = pending_.at(cookie);
+    File& f = files_.at(p.c.file_id);
+    {
       if (!(got == p.c.digest)) {
         if (p.attempts < 2) {
           log_info("chunk at offset {} of '{}' failed verification; fetching it again", p.c.offset, f.shown);
-          return post_read(e.cookie, p);
+          return post_read(cookie, p);
         }
         fail_file(f, fmt::format("chunk at offset {} failed {} verification twice (expected {}, got {})", p.c.offset,
                                  checksum_name(opt_.checksum), to_hex(p.c.digest), to_hex(got)));
@@ -667,7 +735,7 @@ class Sink {
     }
     done_slots_.push_back(p.c.slot);  // the source may refill that slot now
     if (f.failed) {
-      finish_chunk(e.cookie);
+      finish_chunk(cookie);
       return check_file(f.id);
     }
     f.ledger.add_digest(p.c.offset, p.c.length, p.c.digest);
@@ -678,7 +746,7 @@ class Sink {
       size_t j = i + 1;
       while (pool_.spans_units() && j < p.blocks.size() && p.blocks[j] == p.blocks[j - 1] + 1) ++j;
       const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(left, uint64_t{j - i} * opt_.block_size));
-      Write w{e.cookie, p.blocks[i], p.c.offset + uint64_t{i} * opt_.block_size, 0, n};
+      Write w{cookie, p.blocks[i], p.c.offset + uint64_t{i} * opt_.block_size, 0, n};
       ++p.writes_out;
       submit_write(f, w);
       left -= n;
@@ -745,6 +813,8 @@ class Sink {
   Destination& dest_;
   const SessionOptions& opt_;
   Pool pool_;
+  std::unique_ptr<HashPool> hp_;  // after pool_: its workers stop before the pool goes
+  std::vector<HashPool::Done> hashed_;
   IndexPool free_;
   std::map<uint32_t, File> files_;
   std::deque<wire::ChunkReady> queue_;

@@ -1,0 +1,71 @@
+#include "hash/hash_pool.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+namespace rcp {
+
+Result<std::unique_ptr<HashPool>> HashPool::create(Checksum algo, unsigned threads) {
+  std::unique_ptr<HashPool> p(new HashPool(algo));
+  p->efd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!p->efd_.valid()) return sys_error("eventfd");
+  for (unsigned i = 0; i < std::max(1u, threads); ++i) p->threads_.emplace_back([raw = p.get()] { raw->work(); });
+  return p;
+}
+
+HashPool::~HashPool() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void HashPool::submit(Job job) {
+  {
+    std::lock_guard lk(mu_);
+    jobs_.push_back(std::move(job));
+    ++in_flight_;
+  }
+  cv_.notify_one();
+}
+
+void HashPool::take(std::vector<Done>& out) {
+  uint64_t v;
+  while (::read(efd_.get(), &v, sizeof v) == sizeof v) {
+  }
+  std::lock_guard lk(mu_);
+  in_flight_ -= done_.size();
+  for (auto& d : done_) out.push_back(d);
+  done_.clear();
+}
+
+size_t HashPool::in_flight() const {
+  std::lock_guard lk(mu_);
+  return in_flight_;
+}
+
+void HashPool::work() {
+  Hasher h(algo_);
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [&] { return stop_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stopping, and nothing left to do
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    for (auto piece : job.pieces) h.update(piece);
+    Done d{job.id, h.finish()};
+    {
+      std::lock_guard lk(mu_);
+      done_.push_back(d);
+    }
+    const uint64_t one = 1;
+    (void)!::write(efd_.get(), &one, sizeof one);
+  }
+}
+
+}  // namespace rcp
