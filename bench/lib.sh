@@ -1,0 +1,142 @@
+# shellcheck shell=bash
+# bench/lib.sh — helpers shared by bench/run (host) and bench/guest_rdma.sh (inside the
+# soft-RoCE guest).  Sourced, not run.  Written to avoid forks and execs where it is cheap
+# to do so: every exec of a dynamically linked program costs 0.1-0.5 s in the TCG guest.
+#
+# Callers set:  W    a scratch directory for per-run files (time output, logs)
+#               RAW  where records go: a file, or "-" for stdout (the guest streams them)
+#               LOG  a file collecting every command's stderr
+#
+# One record per timed run, tab-separated, first field "RAW":
+#   RAW key run rc wall_s bytes files cli_user_s cli_sys_s cli_maxrss_kib
+#       daemon_cpu_s daemon_hwm_kib own_MBps checksum
+# and for a row that could not be measured:
+#   NA key reason
+# ("-" where a value does not exist).  bench/run turns them into the table.
+
+CLK_TCK=${CLK_TCK:-$(getconf CLK_TCK)}
+DAEMON_SETTLE=${DAEMON_SETTLE:-0.3}   # s: let a forking daemon reap its session children
+
+say() { echo "bench: $*" >&2; }
+
+emit() {   # fields...  -> one tab-separated line
+    local IFS=$'\t'
+    if [ "$RAW" = - ]; then printf '%s\n' "$*"; else printf '%s\n' "$*" >> "$RAW"; fi
+}
+na() { emit NA "$1" "$2"; say "n/a $1: $2"; }
+
+# proc_cpu PID -> REPLY = utime+stime+cutime+cstime of PID in clock ticks (children count
+# once they have been reaped: rsync --daemon and sshd fork one process tree per session),
+# or "" when there is no such process.
+proc_cpu() {
+    local line f
+    REPLY=''
+    [ -n "${1:-}" ] || return 0
+    { read -r line < "/proc/$1/stat"; } 2>/dev/null || return 0
+    # shellcheck disable=SC2206  # the fields after "comm)" are plain numbers
+    f=(${line##*) })               # f[0] is field 3 (state): utime is field 14 -> f[11]
+    REPLY=$(( f[11] + f[12] + f[13] + f[14] ))
+}
+# proc_hwm PID -> REPLY = VmHWM in KiB (peak resident set since start or the last reset)
+proc_hwm() {
+    local k v
+    REPLY=''
+    [ -n "${1:-}" ] || return 0
+    { while read -r k v _; do
+          if [ "$k" = VmHWM: ]; then REPLY=$v; break; fi
+      done < "/proc/$1/status"; } 2>/dev/null
+}
+# hwm_reset PID: writing 5 to clear_refs resets VmHWM to the current RSS (Linux >= 4.0)
+hwm_reset() { [ -z "${1:-}" ] || { echo 5 > "/proc/$1/clear_refs"; } 2>/dev/null || true; }
+ticks_to_s() { printf '%d.%03d' $(( $1 / CLK_TCK )) $(( ($1 % CLK_TCK) * 1000 / CLK_TCK )); }
+last_line() { local l; REPLY=''; while IFS= read -r l; do REPLY=$l; done < "$1"; }
+
+# warm BYTES DIR: write and delete a file of BYTES in DIR (tmpfs) right before a timed run
+# that writes that much there, so the run does not pay the VM's first-touch cost
+# (/work/shared/docs/measuring.md: ~1 s of CPU per GiB when memory was handed back).
+warm() {
+    local mib=$(( ($1 + (1 << 20) - 1) >> 20 ))
+    dd if=/dev/zero of="$2/.warm" bs=1M count="$mib" status=none
+    rm -f "$2/.warm"
+}
+
+# Parsers of a tool's own throughput figure: set OWN (MB/s, 10^6) and CSUM from
+# $W/cmd.out / $W/cmd.err.
+own_none() { OWN=-; CSUM=-; }
+own_rcp() {   # "rcp: tcp: 1 file(s), N bytes in T s, X MB/s, checksum xxh128"
+    local l re='([0-9.]+) MB/s, checksum ([A-Za-z0-9_-]+)'
+    OWN=-; CSUM=-
+    while IFS= read -r l; do
+        if [[ $l =~ $re ]]; then OWN=${BASH_REMATCH[1]}; CSUM=${BASH_REMATCH[2]}; fi
+    done < "$W/cmd.err"
+}
+own_iperf3() {   # -J: end.sum_received.bits_per_second
+    OWN=$(awk '/"sum_received"/ { f = 1 } f && /"bits_per_second"/ { gsub(/[^0-9.e+-]/, "", $2); printf "%.1f", $2 / 8e6; exit }' "$W/cmd.out")
+    OWN=${OWN:--}; CSUM=-
+}
+own_ibbw() {     # perftest prints MiB/s ("BW average[MB/sec]", 4th column)
+    OWN=$(awk '$1 == 1048576 && NF >= 5 { v = $4 * 1.048576 } END { if (v != "") printf "%.1f", v }' "$W/cmd.out")
+    OWN=${OWN:--}; CSUM=-
+}
+own_rcopy() {    # "N bytes in T seconds = X Gb/sec" (timed from the first rsend to the last ack)
+    local l re='bytes in [0-9.]+ seconds = ([0-9.]+) Gb/sec'
+    OWN=-; CSUM=-
+    while IFS= read -r l; do
+        if [[ $l =~ $re ]]; then OWN=${BASH_REMATCH[1]}; fi
+    done < "$W/cmd.out"
+    [ "$OWN" = - ] || OWN=$(awk -v g="$OWN" 'BEGIN { printf "%.1f", g * 1000 / 8 }')   # Gb/s -> MB/s
+}
+
+# measure KEY RUN BYTES FILES DAEMON_PID PARSER [VERIFY_FN] -- CMD...
+# Times CMD under /usr/bin/time (wall time from $EPOCHREALTIME around it: every tool pays the
+# same exec of time(1)), takes the daemon's CPU (utime+stime from /proc/PID/stat, before and
+# after) and peak RSS (VmHWM, reset before the run), runs VERIFY_FN (untimed; non-zero marks
+# the run failed), and emits one record.
+measure() {
+    local key=$1 run=$2 bytes=$3 files=$4 dpid=$5 parse=$6 verify=':'
+    shift 6
+    if [ "$1" != -- ]; then verify=$1; shift; fi
+    shift
+    local d0 d1 dcpu=- dhwm=- t0 t1 rc cu=- cs=- crss=-
+    proc_cpu "$dpid"; d0=$REPLY
+    hwm_reset "$dpid"
+    t0=${EPOCHREALTIME/./}
+    /usr/bin/time -f '%e %U %S %M' -o "$W/time.out" "$@" > "$W/cmd.out" 2> "$W/cmd.err"
+    rc=$?
+    t1=${EPOCHREALTIME/./}
+    if [ -n "$dpid" ]; then
+        sleep "$DAEMON_SETTLE"
+        proc_cpu "$dpid"; d1=$REPLY
+        [ -n "$d0" ] && [ -n "$d1" ] && dcpu=$(ticks_to_s $(( d1 - d0 )))
+        proc_hwm "$dpid"; dhwm=${REPLY:--}
+    fi
+    last_line "$W/time.out"
+    read -r _ cu cs crss <<< "$REPLY"
+    "$parse"
+    local shown="$*"
+    [ $# -le 12 ] || shown="${*:1:10} ... ${*: -1} ($# args)"
+    { echo "== $key run $run rc=$rc: $shown"; cat "$W/cmd.err"; } >> "$LOG"
+    if [ "$rc" != 0 ]; then
+        say "$key run $run failed (rc=$rc): $(tail -n 3 "$W/cmd.err" | tr '\n' ' ')"
+    elif ! "$verify"; then
+        say "$key run $run: copy differs from the source"
+        echo "   VERIFY FAILED" >> "$LOG"
+        rc=99
+    fi
+    local dt=$(( t1 - t0 ))
+    emit RAW "$key" "$run" "$rc" "$(printf '%d.%06d' $(( dt / 1000000 )) $(( dt % 1000000 )))" \
+        "$bytes" "$files" "${cu:--}" "${cs:--}" "${crss:--}" "$dcpu" "$dhwm" "$OWN" "$CSUM"
+    return 0
+}
+
+# wait_for_line FILE PATTERN [TRIES]: poll (every 0.05 s) until FILE has a line matching PATTERN
+wait_for_line() {
+    local i l n=${3:-200}
+    for (( i = 0; i < n; i++ )); do
+        if [ -f "$1" ]; then
+            while IFS= read -r l; do [[ $l == *$2* ]] && return 0; done < "$1"
+        fi
+        sleep 0.05
+    done
+    return 1
+}
