@@ -189,8 +189,8 @@ class TcpTransport final : public Transport {
 
   std::string name() const override { return "tcp"; }
   std::string describe() const override {
-    return fmt::format("tcp: {} stream(s), {} reads in flight, zero-copy send {}, fixed-buffer receive {}",
-                       streams_.size(), neg_.reads_in_flight, zerocopy_ ? "on" : "off", fixed_ ? "on" : "off");
+    return fmt::format("tcp: {} stream(s), {} reads in flight, zero-copy send {}", streams_.size(),
+                       neg_.reads_in_flight, zerocopy_ ? "on" : "off");
   }
   std::string peer() const override { return peer_; }
   const Negotiated& negotiated() const override { return neg_; }
