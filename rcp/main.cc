@@ -86,37 +86,10 @@ Result<std::vector<SourceOpener>> push_sources(const std::vector<std::string>& s
       if (dfd < 0) return sys_error("'" + s + "'");
       auto root = std::make_shared<Fd>(dfd);
       std::vector<std::string> skipped;
-      RCP_ASSIGN(auto entries, walk_tree(root->get(), skipped));
-      for (auto& k : skipped) log_error("skipping '{}/{}': not a regular file or directory", s, k);
       const std::string base = base_name(s) == "/" || base_name(s) == "." ? "" : base_name(s);
-      auto name_of = [base](const std::string& rel) { return base.empty() ? rel : base + "/" + rel; };
-      if (!base.empty())
-        files.push_back([base, mode = st.st_mode & 0777]() -> Result<SourceFile> {
-          SourceFile f;
-          f.is_dir = true;
-          f.mode = mode;
-          f.name = f.shown = base;
-          return f;
-        });
-      for (auto& e : entries) {
-        const std::string shown = s + "/" + e.rel, name = name_of(e.rel);
-        if (e.is_dir) {
-          files.push_back([name, shown, mode = e.mode]() -> Result<SourceFile> {
-            SourceFile f;
-            f.is_dir = true;
-            f.mode = mode;
-            f.name = name;
-            f.shown = shown;
-            return f;
-          });
-        } else {
-          files.push_back([root, rel = e.rel, name, shown]() -> Result<SourceFile> {
-            RCP_ASSIGN(SourceFile f, open_source_file(root->get(), rel, shown, true));
-            f.name = name;
-            return f;
-          });
-        }
-      }
+      RCP_ASSIGN(auto tree_files, tree_sources(root, base, st.st_mode, s, skipped));
+      for (auto& k : skipped) log_error("skipping '{}/{}': not a regular file or directory", s, k);
+      for (auto& f : tree_files) files.push_back(std::move(f));
     } else {
       files.push_back([s]() { return open_source_file(AT_FDCWD, s, s, false); });
     }

@@ -79,40 +79,10 @@ Result<std::vector<SourceOpener>> get_sources(int root, const std::string& rel, 
     return files;
   }
   if (!recursive) return make_error(EISDIR, "'" + shown + "' is a directory (use -r)");
-  auto dir = std::make_shared<Fd>(std::move(probe));
   std::vector<std::string> skipped;
-  RCP_ASSIGN(auto entries, walk_tree(dir->get(), skipped));
+  RCP_ASSIGN(files, tree_sources(std::make_shared<Fd>(std::move(probe)), rel.empty() ? "" : base_name(rel),
+                                 st.st_mode, shown, skipped));
   for (auto& k : skipped) log_info("get {}: skipping '{}': not a regular file or directory", shown, k);
-  const std::string base = rel.empty() ? std::string() : base_name(rel);
-  auto name_of = [base](const std::string& r) { return base.empty() ? r : base + "/" + r; };
-  if (!base.empty())
-    files.push_back([base, shown, mode = st.st_mode & 0777]() -> Result<SourceFile> {
-      SourceFile f;
-      f.is_dir = true;
-      f.mode = mode;
-      f.name = base;
-      f.shown = shown;
-      return f;
-    });
-  for (auto& e : entries) {
-    std::string name = name_of(e.rel), eshown = shown + "/" + e.rel;
-    if (e.is_dir) {
-      files.push_back([name, eshown, mode = e.mode]() -> Result<SourceFile> {
-        SourceFile f;
-        f.is_dir = true;
-        f.mode = mode;
-        f.name = name;
-        f.shown = eshown;
-        return f;
-      });
-    } else {
-      files.push_back([dir, r = e.rel, name, eshown]() -> Result<SourceFile> {
-        RCP_ASSIGN(SourceFile f, open_source_file(dir->get(), r, eshown, true));
-        f.name = name;
-        return f;
-      });
-    }
-  }
   return files;
 }
 

@@ -70,6 +70,36 @@ Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::st
   return f;
 }
 
+Result<std::vector<SourceOpener>> tree_sources(std::shared_ptr<Fd> dir, const std::string& base, unsigned mode,
+                                               const std::string& shown, std::vector<std::string>& skipped) {
+  RCP_ASSIGN(auto entries, walk_tree(dir->get(), skipped));
+  auto dir_entry = [](std::string name, std::string eshown, unsigned m) -> SourceOpener {
+    return [name, eshown, m]() -> Result<SourceFile> {
+      SourceFile f;
+      f.is_dir = true;
+      f.mode = m & 0777;
+      f.name = name;
+      f.shown = eshown;
+      return f;
+    };
+  };
+  std::vector<SourceOpener> files;
+  if (!base.empty()) files.push_back(dir_entry(base, shown, mode));
+  for (auto& e : entries) {
+    std::string name = base.empty() ? e.rel : base + "/" + e.rel, eshown = shown + "/" + e.rel;
+    if (e.is_dir) {
+      files.push_back(dir_entry(std::move(name), std::move(eshown), e.mode));
+    } else {
+      files.push_back([dir, rel = e.rel, name, eshown]() -> Result<SourceFile> {
+        RCP_ASSIGN(SourceFile f, open_source_file(dir->get(), rel, eshown, true));
+        f.name = name;
+        return f;
+      });
+    }
+  }
+  return files;
+}
+
 // ---------------------------------------------------------------- Channel
 
 Status Channel::send(const Message& m) {
@@ -178,10 +208,11 @@ Status run_loop(Channel& ch, Ring& ring, Role& role, const SessionOptions& opt) 
   if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, t.wait_fd(), &ev) != 0) return sys_error("epoll_ctl transport");
   ev.data.u32 = 1;
   if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, ring.event_fd(), &ev) != 0) return sys_error("epoll_ctl ring");
-  if (role.hash_fd() >= 0) {
+  if (HashPool* hp = role.hash_pool()) {
     ev.data.u32 = 2;
-    if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, role.hash_fd(), &ev) != 0) return sys_error("epoll_ctl hash");
+    if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, hp->event_fd(), &ev) != 0) return sys_error("epoll_ctl hash");
   }
+  std::vector<HashPool::Done> hashed;
   std::vector<TransportEvent> events;
   auto last_progress = std::chrono::steady_clock::now();
   bool armed = false;
@@ -202,7 +233,14 @@ Status run_loop(Channel& ch, Ring& ring, Role& role, const SessionOptions& opt) 
       if (io_status.ok()) io_status = role.on_io(ud, res);
     });
     RCP_TRY(io_status);
-    RCP_TRY(role.reap_hashes(progress));
+    if (HashPool* hp = role.hash_pool()) {  // digests the workers finished
+      hashed.clear();
+      hp->take(hashed);
+      for (auto& d : hashed) {
+        progress = true;
+        RCP_TRY(role.on_hashed(d.id, d.digest));
+      }
+    }
     bool started = false;
     RCP_TRY(role.pump(started));
     if (started) progress = true;
@@ -237,6 +275,13 @@ Status run_loop(Channel& ch, Ring& ring, Role& role, const SessionOptions& opt) 
   return {};
 }
 
+/// Starts a role's digest workers unless digests are off or kept on the loop.
+Status start_hash_pool(const SessionOptions& opt, std::unique_ptr<HashPool>& hp) {
+  if (opt.checksum == Checksum::none || opt.hash_threads == 0) return {};
+  RCP_ASSIGN(hp, HashPool::create(opt.checksum, opt.hash_threads));
+  return {};
+}
+
 /// Chunks smaller than this are hashed on the loop: handing a 4 KiB chunk to
 /// a worker cost ~20 µs of CPU more per file than hashing it (10,000 small
 /// files: 9.0k/s with the hand-off vs 11.2k/s without, bench/run).
@@ -254,23 +299,10 @@ class Source {
 
   Status init() {
     RCP_TRY(pool_.init(ring_, true));
-    if (opt_.checksum != Checksum::none && opt_.hash_threads > 0) {
-      RCP_ASSIGN(hp_, HashPool::create(opt_.checksum, opt_.hash_threads));
-    }
-    return {};
+    return start_hash_pool(opt_, hp_);
   }
   bool finished() const { return done_; }
-  int hash_fd() const { return hp_ ? hp_->event_fd() : -1; }
-  Status reap_hashes(bool& progress) {
-    if (!hp_) return {};
-    hashed_.clear();
-    hp_->take(hashed_);
-    for (auto& d : hashed_) {
-      progress = true;
-      RCP_TRY(on_hashed(d.id, d.digest));
-    }
-    return {};
-  }
+  HashPool* hash_pool() const { return hp_.get(); }
 
   TransferStats& stats() { return stats_; }
 
@@ -444,7 +476,6 @@ class Source {
   std::deque<SourceOpener> openers_;
   Pool pool_;
   std::unique_ptr<HashPool> hp_;  // after pool_: its workers stop before the pool goes
-  std::vector<HashPool::Done> hashed_;
   IndexPool free_;
   std::vector<Slot> slots_;
   std::map<uint32_t, File> files_;
@@ -466,23 +497,10 @@ class Sink {
 
   Status init() {
     RCP_TRY(pool_.init(ring_, false));
-    if (opt_.checksum != Checksum::none && opt_.hash_threads > 0) {
-      RCP_ASSIGN(hp_, HashPool::create(opt_.checksum, opt_.hash_threads));
-    }
-    return {};
+    return start_hash_pool(opt_, hp_);
   }
   bool finished() const { return done_sent_; }
-  int hash_fd() const { return hp_ ? hp_->event_fd() : -1; }
-  Status reap_hashes(bool& progress) {
-    if (!hp_) return {};
-    hashed_.clear();
-    hp_->take(hashed_);
-    for (auto& d : hashed_) {
-      progress = true;
-      RCP_TRY(on_hashed(d.id, d.digest));
-    }
-    return {};
-  }
+  HashPool* hash_pool() const { return hp_.get(); }
 
   TransferStats& stats() { return stats_; }
 
@@ -724,6 +742,7 @@ class Sink {
     return on_hashed(e.cookie, h.finish());
   }
 
+ public:
   /// A pulled chunk was hashed: verify it, then write it or fetch it again.
   Status on_hashed(uint64_t cookie, const wire::Digest& got) {
     Pending& p = pending_.at(cookie);
@@ -760,6 +779,7 @@ class Sink {
     return {};
   }
 
+ private:
   void submit_write(File& f, const Write& w) {
     const uint64_t id = next_write_++;
     writes_.emplace(id, w);
@@ -819,7 +839,6 @@ class Sink {
   const SessionOptions& opt_;
   Pool pool_;
   std::unique_ptr<HashPool> hp_;  // after pool_: its workers stop before the pool goes
-  std::vector<HashPool::Done> hashed_;
   IndexPool free_;
   std::map<uint32_t, File> files_;
   std::deque<wire::ChunkReady> queue_;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,13 @@ using SourceOpener = std::function<Result<SourceFile>()>;
 
 /// Opens a local regular file for sending.
 Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::string shown, bool beneath);
+
+/// What a recursive copy of the directory `dir` sends: the directory itself
+/// (named `base`, unless base is "" — then its contents land directly in the
+/// destination) and everything below it, files opened beneath dir when their
+/// turn comes. Symlinks and special files are skipped and listed in `skipped`.
+Result<std::vector<SourceOpener>> tree_sources(std::shared_ptr<Fd> dir, const std::string& base, unsigned mode,
+                                               const std::string& shown, std::vector<std::string>& skipped);
 
 struct TransferStats {
   uint64_t bytes = 0;
