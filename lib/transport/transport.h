@@ -28,6 +28,13 @@ struct TransportEvent {
   int status = 0;                ///< read_done / closed: 0 or an errno
   std::vector<uint8_t> message;  ///< message: one whole control message
   std::string detail;            ///< closed / failed read: what happened
+
+  static TransportEvent read_done(uint64_t cookie, int status = 0, std::string detail = {}) {
+    return {Kind::read_done, cookie, status, {}, std::move(detail)};
+  }
+  static TransportEvent closed(int status, std::string detail) {
+    return {Kind::closed, 0, status, {}, std::move(detail)};
+  }
 };
 
 /// Limits agreed at connect time from both sides' hellos and devices.

@@ -386,12 +386,8 @@ class RdmaTransport final : public Transport {
     const uint64_t idx = wc.wr_id & ~kTagMask;
     if (wc.status != IBV_WC_SUCCESS) {
       if (tag == kTagRead) {
-        TransportEvent ev;
-        ev.kind = TransportEvent::Kind::read_done;
-        ev.cookie = idx;
-        ev.status = EIO;
-        ev.detail = fmt::format("RDMA READ failed: {}", ibv_wc_status_str(wc.status));
-        events.push_back(std::move(ev));
+        events.push_back(
+            TransportEvent::read_done(idx, EIO, fmt::format("RDMA READ failed: {}", ibv_wc_status_str(wc.status))));
         read_wr_count_.erase(idx);
       }
       if (tag == kTagSend) free_send_.push_back(static_cast<uint32_t>(idx));
@@ -423,10 +419,7 @@ class RdmaTransport final : public Transport {
           read_wrs_out_ -= it->second;
           read_wr_count_.erase(it);
         }
-        TransportEvent ev;
-        ev.kind = TransportEvent::Kind::read_done;
-        ev.cookie = idx;
-        events.push_back(std::move(ev));
+        events.push_back(TransportEvent::read_done(idx));
         break;
       }
       default: break;
@@ -456,11 +449,7 @@ class RdmaTransport final : public Transport {
   void close_with(std::vector<TransportEvent>& events, std::string why) {
     if (closed_) return;
     closed_ = true;
-    TransportEvent ev;
-    ev.kind = TransportEvent::Kind::closed;
-    ev.status = ECONNRESET;
-    ev.detail = std::move(why);
-    events.push_back(std::move(ev));
+    events.push_back(TransportEvent::closed(ECONNRESET, std::move(why)));
   }
 
   // Declaration order is destruction order reversed: QP first, then MRs,

@@ -507,19 +507,8 @@ class TcpTransport final : public Transport {
   void close_with(std::vector<TransportEvent>& events, std::string why) {
     if (closed_) return;
     closed_ = true;
-    TransportEvent ev;
-    ev.kind = TransportEvent::Kind::closed;
-    ev.status = ECONNRESET;
-    ev.detail = std::move(why);
-    events.push_back(std::move(ev));
-    for (auto& [cookie, pr] : reads_) {
-      TransportEvent rf;
-      rf.kind = TransportEvent::Kind::read_done;
-      rf.cookie = cookie;
-      rf.status = ECONNRESET;
-      rf.detail = "connection lost";
-      events.push_back(std::move(rf));
-    }
+    events.push_back(TransportEvent::closed(ECONNRESET, std::move(why)));
+    for (auto& [cookie, pr] : reads_) events.push_back(TransportEvent::read_done(cookie, ECONNRESET, "connection lost"));
     reads_.clear();
     for (auto& s : streams_) s->cur_read = nullptr;
   }
@@ -580,12 +569,8 @@ class TcpTransport final : public Transport {
           if (it == reads_.end()) return make_error(EPROTO, fmt::format("{} refused a read that was not asked for", peer_));
           s.rx_pos += kFrameHeader;
           reads_.erase(it);
-          TransportEvent ev;
-          ev.kind = TransportEvent::Kind::read_done;
-          ev.cookie = cookie;
-          ev.status = EACCES;
-          ev.detail = "peer refused the read (range outside its registered memory)";
-          events.push_back(std::move(ev));
+          events.push_back(TransportEvent::read_done(
+              cookie, EACCES, "peer refused the read (range outside its registered memory)"));
           break;
         }
         default: return make_error(EPROTO, fmt::format("{} sent an unknown frame kind {}", peer_, kind));
@@ -608,10 +593,7 @@ class TcpTransport final : public Transport {
       s.cur_done += static_cast<uint32_t>(n);
     }
     if (s.cur_done < pr.length) return {};
-    TransportEvent ev;
-    ev.kind = TransportEvent::Kind::read_done;
-    ev.cookie = s.cur_cookie;
-    events.push_back(std::move(ev));
+    events.push_back(TransportEvent::read_done(s.cur_cookie));
     reads_.erase(s.cur_cookie);
     s.cur_read = nullptr;
     return {};
