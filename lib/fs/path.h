@@ -43,7 +43,7 @@ Result<Fd> make_dirs_beneath(int root_fd, std::string_view rel, unsigned mode = 
 struct TreeEntry {
   std::string rel;
   bool is_dir = false;
-  unsigned mode = 0;
+  unsigned mode = 0;  ///< permission bits of a directory; 0 for a file (read its mode when opening it)
 };
 /// Lists the tree under dir_fd (parents before children, names sorted):
 /// regular files and directories. Symlinks and special files are not

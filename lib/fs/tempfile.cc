@@ -4,13 +4,37 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstring>
 #include <random>
 
 #include "util/log.h"
 
 namespace rcp {
 
-Result<TempFile> TempFile::create(int dir_fd, const std::string& target, std::string shown) {
+namespace {
+
+/// The process umask, read from /proc/self/status ("Umask:", Linux >= 4.7)
+/// rather than with umask(2), which can only be read by changing it and would
+/// race with files other session threads are creating. Read once: rcp and
+/// rcpd never change their umask while running. ~0u if unknown.
+unsigned process_umask() {
+  static const unsigned mask = [] {
+    unsigned m = ~0u;
+    if (FILE* f = std::fopen("/proc/self/status", "re")) {
+      char line[256];
+      while (std::fgets(line, sizeof line, f))
+        if (std::strncmp(line, "Umask:", 6) == 0 && std::sscanf(line + 6, "%o", &m) != 1) m = ~0u;
+      std::fclose(f);
+    }
+    return m;
+  }();
+  return mask;
+}
+
+}  // namespace
+
+Result<TempFile> TempFile::create(int dir_fd, const std::string& target, std::string shown, unsigned mode) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   static const char* alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
   // Keep the temp name inside NAME_MAX (255) however long the target is.
@@ -18,9 +42,11 @@ Result<TempFile> TempFile::create(int dir_fd, const std::string& target, std::st
   for (int attempt = 0; attempt < 16; ++attempt) {
     std::string name = "." + stem + ".rcp-";
     for (int i = 0; i < 8; ++i) name += alphabet[rng() % 36];
-    int fd = ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode & 0777);
     if (fd >= 0) {
       TempFile t;
+      const unsigned um = process_umask();
+      t.created_mode_ = um == ~0u ? ~0u : (mode & 0777 & ~um);
       t.dir_fd_ = dir_fd;
       t.fd_.reset(fd);
       t.temp_ = std::move(name);
@@ -43,6 +69,7 @@ TempFile& TempFile::operator=(TempFile&& o) noexcept {
     temp_ = std::move(o.temp_);
     target_ = std::move(o.target_);
     shown_ = std::move(o.shown_);
+    created_mode_ = o.created_mode_;
     committed_ = o.committed_;
     o.temp_.clear();
   }
@@ -60,9 +87,13 @@ void TempFile::discard() {
   temp_.clear();
 }
 
-Status TempFile::commit(uint64_t size, unsigned mode, bool do_fsync) {
+Status TempFile::set_size(uint64_t size) {
   if (::ftruncate(fd_.get(), static_cast<off_t>(size)) != 0) return sys_error("truncate '" + shown_ + "'");
-  if (::fchmod(fd_.get(), mode & 0777) != 0) return sys_error("chmod '" + shown_ + "'");
+  return {};
+}
+
+Status TempFile::commit(unsigned mode, bool do_fsync) {
+  if ((mode & 0777) != created_mode_ && ::fchmod(fd_.get(), mode & 0777) != 0) return sys_error("chmod '" + shown_ + "'");
   if (do_fsync && ::fsync(fd_.get()) != 0) return sys_error("fsync '" + shown_ + "'");
   if (::renameat(dir_fd_, temp_.c_str(), dir_fd_, target_.c_str()) != 0)
     return sys_error("rename into '" + shown_ + "'");

@@ -13,8 +13,11 @@ namespace rcp {
 
 class TempFile {
  public:
-  /// Creates ".<target>.rcp-XXXXXX" in dir_fd (O_EXCL, mode 0600).
-  static Result<TempFile> create(int dir_fd, const std::string& target, std::string shown);
+  /// Creates ".<target>.rcp-XXXXXXXX" in dir_fd (O_EXCL) with `mode` (less
+  /// the umask). Passing the final mode here lets commit() skip an fchmod in
+  /// the common case: one syscall less per file, which is ~5% of a small
+  /// file's cost on the sink.
+  static Result<TempFile> create(int dir_fd, const std::string& target, std::string shown, unsigned mode = 0600);
   TempFile() = default;
   TempFile(TempFile&&) noexcept;
   TempFile& operator=(TempFile&&) noexcept;
@@ -23,8 +26,12 @@ class TempFile {
   int fd() const { return fd_.get(); }
   const std::string& temp_name() const { return temp_; }
   const std::string& shown() const { return shown_; }
-  /// Truncates to size, applies mode, optionally fsyncs, renames onto target.
-  Status commit(uint64_t size, unsigned mode, bool do_fsync);
+  /// Sets the file's size (for callers that did not write every byte).
+  Status set_size(uint64_t size);
+  /// Applies mode (permission bits only; fchmod only if creation did not
+  /// already give exactly these), optionally fsyncs, renames onto target.
+  /// The caller has written the whole file: no truncation happens here.
+  Status commit(unsigned mode, bool do_fsync);
   /// Removes the temp file now (also done by the destructor).
   void discard();
 
@@ -32,6 +39,7 @@ class TempFile {
   int dir_fd_ = -1;  // borrowed: the Destination owns it and outlives this file
   Fd fd_;
   std::string temp_, target_, shown_;
+  unsigned created_mode_ = 0;  // permission bits the file was created with, or ~0u if unknown
   bool committed_ = false;
 };
 

@@ -343,7 +343,8 @@ TEST_CASE("TempFile is removed unless committed") {
       REQUIRE(r.ok());
       TempFile tf = std::move(r).value();
       REQUIRE(::write(tf.fd(), "abcdefgh", 8) == 8);
-      auto st = tf.commit(5, 0640, true);
+      REQUIRE(tf.set_size(5).ok());
+      auto st = tf.commit(0640, true);
       REQUIRE_MESSAGE(st.ok(), st.error().message());
     }
     struct stat st {};
@@ -362,12 +363,38 @@ TEST_CASE("TempFile is removed unless committed") {
     auto r = TempFile::create(dfd, "file.txt", "shown");
     REQUIRE(r.ok());
     TempFile tf = std::move(r).value();
-    REQUIRE(tf.commit(10, 04755, false).ok());
+    REQUIRE(tf.set_size(10).ok());
+    REQUIRE(tf.commit(04755, false).ok());
     struct stat st {};
     REQUIRE(::fstatat(dfd, "file.txt", &st, 0) == 0);
     CHECK(st.st_size == 10);
     CHECK((st.st_mode & 07777) == 0755);
     CHECK(entries(dir).size() == before);
+  }
+
+  SUBCASE("created with the final mode; commit still applies exactly the mode asked for") {
+    const mode_t um = ::umask(022);  // read the umask (single-threaded here), then put it back
+    ::umask(um);
+    {
+      auto r = TempFile::create(dfd, "m1", "shown", 0666);
+      REQUIRE(r.ok());
+      struct stat st {};
+      REQUIRE(::fstat(r->fd(), &st) == 0);
+      CHECK((st.st_mode & 0777) == (0666 & ~um));  // the umask applies while it is partial
+      REQUIRE(r->commit(0666, false).ok());        // but the committed file has the source's mode
+      REQUIRE(::fstatat(dfd, "m1", &st, 0) == 0);
+      CHECK((st.st_mode & 0777) == 0666);
+    }
+    {
+      auto r = TempFile::create(dfd, "m2", "shown", 0600);
+      REQUIRE(r.ok());
+      REQUIRE(r->commit(0600, false).ok());
+      struct stat st {};
+      REQUIRE(::fstatat(dfd, "m2", &st, 0) == 0);
+      CHECK((st.st_mode & 0777) == 0600);
+    }
+    ::unlinkat(dfd, "m1", 0);
+    ::unlinkat(dfd, "m2", 0);
   }
 
   SUBCASE("discard and move") {
@@ -392,7 +419,7 @@ TEST_CASE("TempFile is removed unless committed") {
     REQUIRE_MESSAGE(r.ok(), r.error().message());
     TempFile tf = std::move(r).value();
     CHECK(tf.temp_name().size() <= 255);
-    REQUIRE(tf.commit(0, 0644, false).ok());
+    REQUIRE(tf.commit(0644, false).ok());
     struct stat st {};
     CHECK(::fstatat(dfd, longname.c_str(), &st, 0) == 0);
   }
