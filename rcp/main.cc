@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
   app.add_option("--checksum", o.checksum, "per-chunk digest: xxh128, sha256 or none")->capture_default_str();
   app.add_option("-P,--port", o.rdma_port, "daemon's rdma_cm port")->capture_default_str();
   app.add_option("--tcp-port", o.tcp_port, "daemon's TCP port")->capture_default_str();
-  app.add_option("--chunk-size", o.chunk_kib, "chunk size in KiB")->capture_default_str()->check(CLI::Range(4, 65536));
+  app.add_option("--chunk-size,--buffer-size", o.chunk_kib, "chunk size in KiB: each buffer of the pool holds one chunk")->capture_default_str()->check(CLI::Range(4, 65536));
   app.add_option("--window", o.window, "chunks in flight (buffer pool = window x chunk size)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));

@@ -280,7 +280,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("-P,--port", rdma_port, "rdma_cm port")->capture_default_str();
   app.add_option("--tcp-port", tcp_port, "TCP port")->capture_default_str();
-  app.add_option("--chunk-size", chunk_kib, "largest chunk in KiB")->capture_default_str()->check(CLI::Range(4, 65536));
+  app.add_option("--chunk-size,--buffer-size", chunk_kib, "largest chunk in KiB (one buffer of the pool)")->capture_default_str()->check(CLI::Range(4, 65536));
   app.add_option("--window", d.window, "chunks in flight per connection")->capture_default_str()->check(CLI::Range(1, 4096));
   app.add_option("--hash-threads", d.hash_threads, "digest threads per session (0: on the I/O loop)")
       ->capture_default_str()

@@ -127,6 +127,31 @@ rcp -r "$tree" "$addr:data/size1"
 check "push -r onto a file is refused" test $? != 0
 check "  ... leaving the file alone" cmp -s "$src/size1" "$exp/size1"
 
+# --- a wide tree: more directories (70) than the sink keeps open (64), files of odd modes
+wide=$src/wide
+for d in $(seq -w 1 70); do
+  mkdir -p "$wide/d$d"
+  head -c $((d * 37)) /dev/urandom > "$wide/d$d/a"
+  echo "$d" > "$wide/d$d/b"
+done
+chmod 0600 "$wide/d01/a"; chmod 0755 "$wide/d02/a"; chmod 0666 "$wide/d03/a"; chmod 0444 "$wide/d04/a"
+rcp -r "$wide" "$addr:data/dir"
+check "push -r of 70 directories x 2 files" test $? = 0
+check "  ... arrives identical" diff -r "$wide" "$exp/dir/wide"
+modes() { (cd "$1" && stat -c '%n %a' d01/a d02/a d03/a d04/a d05/a); }
+check "  ... keeps file modes (0600 0755 0666 0444 0644) whatever the daemon's umask" \
+  test "$(modes "$wide")" = "$(modes "$exp/dir/wide")"
+check "  ... and no temp file is left" no_temps "$exp/dir/wide"
+rcp -r "$addr:data/dir/wide" "$out/trees"
+check "pull -r of the wide tree" test $? = 0
+check "  ... arrives identical with its modes" test "$(modes "$wide")" = "$(modes "$out/trees/wide")" -a -z "$(diff -r "$wide" "$out/trees/wide")"
+
+# --- a small buffer pool: 64 KiB buffers, 3 in flight, for a file of many chunks
+rcp --buffer-size 64 --window 3 "$src/size1M+1" "$addr:data/smallpool" && cmp -s "$src/size1M+1" "$exp/smallpool"
+check "push with --buffer-size 64 --window 3" test $? = 0
+rcp --buffer-size 64 --window 3 "$addr:data/smallpool" "$out/smallpool" && cmp -s "$src/size1M+1" "$out/smallpool"
+check "pull with --buffer-size 64 --window 3" test $? = 0
+
 # --- checksums: sha256 and none
 rcp --checksum sha256 "$src/size1M+1" "$addr:data/sha" && cmp -s "$src/size1M+1" "$exp/sha"
 check "push with sha256" test $? = 0
