@@ -825,11 +825,16 @@ class Sink {
       } else if (wire::Digest d = f.ledger.file_digest(); !(d == f.expected)) {
         fail_file(f, fmt::format("'{}' file digest mismatch", f.shown));
       } else if (f.is_dir) {
+        // mkdir applies the umask; the copy gets the source's mode exactly,
+        // as files do (and as rsync -a does).
         auto dir = subdir(f.rel, f.mode & 0777);
-        if (!dir.ok()) fail_file(f, dir.error().message());
+        if (!dir.ok())
+          fail_file(f, dir.error().message());
+        else if (::fchmod(dir.value()->get(), f.mode & 0777) != 0)
+          fail_file(f, sys_error("chmod '" + f.shown + "'").message());
       } else if (Status st = f.tmp.commit(f.mode, opt_.fsync); !st.ok()) {
-        // written == size and the ledger is complete, so the temp file holds
-        // exactly the file: commit() need not truncate.
+        // (written == size and the ledger is complete, so the temp file holds
+        // exactly the file: commit() need not truncate.)
         fail_file(f, st.error().message());
       }
     }

@@ -45,8 +45,9 @@ nstart=0
 extra_exports=()
 start_daemon() {  # [ENV=VAL ...] : starts rcpd with a log of its own, waits until it is ready
   nstart=$((nstart + 1)); dlog=$work/rcpd.$nstart.log
-  env "$@" "$RCPD" --listen "$addr:$rport" --tcp-port "$tport" --transport "$transport" \
-      --export data="$exp" --export other="$outside" "${extra_exports[@]}" -v >> "$dlog" 2>&1 &
+  # umask 077 (and 027 for rcp below): copies must get the source's modes exactly anyway
+  (umask 077; exec env "$@" "$RCPD" --listen "$addr:$rport" --tcp-port "$tport" --transport "$transport" \
+      --export data="$exp" --export other="$outside" "${extra_exports[@]}" -v >> "$dlog" 2>&1) &
   dpid=$!
   for _ in $(seq 100); do grep -q "rcpd: ready" "$dlog" 2>/dev/null && return 0; sleep 0.05; done
   echo "rcpd did not start:"; cat "$dlog"; exit 1
@@ -56,7 +57,7 @@ stop_daemon() {
   : > "$dlog.done"
 }
 # Every client run keeps its stderr in $work/err, so a failing check can show it.
-rcp() { timeout 120 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" "$@" 2> "$work/err"; }
+rcp() { (umask 027; exec timeout 120 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" "$@" 2> "$work/err"); }
 no_temps() { [ -z "$(find "$1" -name '.*.rcp-*' 2>/dev/null)" ]; }
 
 # Objects the suite copies.
@@ -139,12 +140,12 @@ rcp -r "$wide" "$addr:data/dir"
 check "push -r of 70 directories x 2 files" test $? = 0
 check "  ... arrives identical" diff -r "$wide" "$exp/dir/wide"
 modes() { (cd "$1" && stat -c '%n %a' d01/a d02/a d03/a d04/a d05/a); }
-check "  ... keeps file modes (0600 0755 0666 0444 0644) whatever the daemon's umask" \
+check "  ... keeps file modes (0600 0755 0666 0444 0644) under the daemon's umask 077" \
   test "$(modes "$wide")" = "$(modes "$exp/dir/wide")"
 check "  ... and no temp file is left" no_temps "$exp/dir/wide"
 rcp -r "$addr:data/dir/wide" "$out/trees"
 check "pull -r of the wide tree" test $? = 0
-check "  ... arrives identical with its modes" test "$(modes "$wide")" = "$(modes "$out/trees/wide")" -a -z "$(diff -r "$wide" "$out/trees/wide")"
+check "  ... arrives identical with its modes (rcp's umask 027)" test "$(modes "$wide")" = "$(modes "$out/trees/wide")" -a -z "$(diff -r "$wide" "$out/trees/wide")"
 
 # --- a small buffer pool: 64 KiB buffers, 3 in flight, for a file of many chunks
 rcp --buffer-size 64 --window 3 "$src/size1M+1" "$addr:data/smallpool" && cmp -s "$src/size1M+1" "$exp/smallpool"
