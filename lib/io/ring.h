@@ -18,9 +18,12 @@ namespace rcp {
 
 class Ring {
  public:
-  /// entries: submission queue size. No SQPOLL/DEFER_TASKRUN: the loop
-  /// sleeps in epoll, and with COOP/DEFER task running a completion would not
-  /// wake a task blocked outside io_uring_enter.
+  /// entries: submission queue size. DEFER_TASKRUN where the kernel has it
+  /// (6.1+): completions wait as task work for the loop's next reap instead
+  /// of interrupting it. The loop still sleeps in epoll: queuing deferred work
+  /// signals the registered eventfd (liburing test/defer-taskrun.c checks
+  /// exactly that), and TASKRUN_FLAG makes io_uring_peek_cqe enter the kernel
+  /// to run it. No SQPOLL: it would spend a core polling on 2-core hosts.
   static Result<std::unique_ptr<Ring>> create(unsigned entries);
   ~Ring();
   Ring(const Ring&) = delete;
