@@ -132,7 +132,7 @@ check "  ... leaving the file alone" cmp -s "$src/size1" "$exp/size1"
 wide=$src/wide
 for d in $(seq -w 1 70); do
   mkdir -p "$wide/d$d"
-  head -c $((d * 37)) /dev/urandom > "$wide/d$d/a"
+  head -c $((10#$d * 37)) /dev/urandom > "$wide/d$d/a"
   echo "$d" > "$wide/d$d/b"
 done
 chmod 0600 "$wide/d01/a"; chmod 0755 "$wide/d02/a"; chmod 0666 "$wide/d03/a"; chmod 0444 "$wide/d04/a"

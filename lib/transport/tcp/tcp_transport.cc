@@ -261,6 +261,10 @@ class TcpTransport final : public Transport {
       pr.length += wr.length;
     }
     pr.stream = static_cast<uint32_t>(next_stream_++ % streams_.size());
+    // Never onto a stream the peer has closed: nothing would answer there.
+    for (size_t k = 0; k < streams_.size() && streams_[pr.stream]->eof; ++k)
+      pr.stream = static_cast<uint32_t>(next_stream_++ % streams_.size());
+    if (streams_[pr.stream]->eof) return make_error(ENOTCONN, "read on a closed connection to " + peer_);
     OutItem it;
     frame_header(*it.head, kReadReq, 16, cookie);
     wire::Writer w(*it.head);
@@ -453,6 +457,12 @@ class TcpTransport final : public Transport {
     s.recv_busy = false;
     if (res == 0) {
       s.eof = true;
+      // The connection ends when stream 0, the control stream, ends. An extra
+      // stream may reach EOF first when the peer hangs up after its last
+      // message (the streams are closed together, and their completions come
+      // in any order): with no read waiting on it, that is no failure, and the
+      // control stream still delivers what the peer sent last.
+      if (i != 0 && !reads_on(i)) return;
       return close_with(events, "peer " + peer_ + " closed the connection");
     }
     if (res < 0) {
@@ -502,6 +512,12 @@ class TcpTransport final : public Transport {
     // What was not (fully) sent goes back to the front, in order.
     for (size_t j = s.sending.size(); j > k; --j) s.out.push_front(std::move(s.sending[j - 1]));
     s.sending.clear();
+  }
+
+  bool reads_on(uint32_t stream) const {
+    for (const auto& [cookie, pr] : reads_)
+      if (pr.stream == stream) return true;
+    return false;
   }
 
   void close_with(std::vector<TransportEvent>& events, std::string why) {
