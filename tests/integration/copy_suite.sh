@@ -264,6 +264,14 @@ if [ "$transport" = rdma ]; then
     done
     check "mid-copy the daemon holds 3 QPs for a --streams 3 copy (has $dq)" test "$dq" = 3
     check "mid-copy the client holds 3 QPs (has $cq)" test "$cq" = 3
+    # a stranger's join while that session is live gets nowhere near it
+    rdmapeer=$(cd "$bin/.." && pwd)/tests/rdmapeer
+    if [ -x "$rdmapeer" ]; then
+      timeout 30 "$rdmapeer" "$addr" "$rport" join-random 7 > "$work/raw" 2>&1
+      check "  ... a stranger's join during the copy is refused" test $? = 0
+      dq=$(rdma resource show qp 2>/dev/null | grep -c "pid $dpid " || true)
+      check "  ... and the daemon still holds 3 QPs (has $dq)" test "$dq" = 3
+    fi
     wait $cpid
     check "  ... and the slowed copy arrives byte-exact" cmp -s "$src/size48M" "$exp/qp3slow"
   fi
@@ -272,6 +280,7 @@ if [ "$transport" = rdma ]; then
       "$src/size48M" "$addr:data/killed3" 2>/dev/null &
   cpid=$!
   for _ in $(seq 100); do [ -n "$(find "$exp" -name '.killed3.rcp-*')" ] && break; sleep 0.05; done
+  check "killed 3-QP push reached mid-copy (temp file exists)" test -n "$(find "$exp" -name '.killed3.rcp-*')"
   sleep 0.3
   kill -9 $cpid; wait $cpid 2>/dev/null
   for _ in $(seq 100); do no_temps "$exp" && break; sleep 0.1; done
