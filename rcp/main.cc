@@ -271,9 +271,11 @@ int main(int argc, char** argv) {
   app.add_option("--window", o.window, "chunks in flight (buffer pool = window x chunk size)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
+  const std::string streams_default =
+      kDefaultTcpStreams == kDefaultRdmaQps ? std::to_string(kDefaultTcpStreams)
+                                            : fmt::format("{} TCP, {} RDMA", kDefaultTcpStreams, kDefaultRdmaQps);
   app.add_option("--streams", o.streams,
-                 fmt::format("connections (TCP) or queue pairs (RDMA) per copy [default: {} TCP, {} RDMA]",
-                             kDefaultTcpStreams, kDefaultRdmaQps))
+                 "connections (TCP) or queue pairs (RDMA) per copy [default: " + streams_default + "]")
       ->check(CLI::Range(1, 16));
   app.add_flag("--no-zerocopy", o.no_zerocopy, "TCP transport: plain sends instead of zero-copy sends");
   app.add_option("--hash-threads", o.hash_threads, "threads computing chunk digests (0: on the I/O loop)")

@@ -250,6 +250,14 @@ if [ "$transport" = rdma ]; then
   check "  ... byte-exact" cmp -s "$src/size48M" "$out/qp3"
   split=$(qp_split "$work/err")
   check "  ... the client read over all 3 queue pairs (chunks: $split)" all_used 3 $split
+  # the default is 2 queue pairs; --streams 1 keeps a single one
+  rm -f "$out/qpdef"
+  rcp -v "$addr:data/size1M+1" "$out/qpdef" 2> "$work/err"
+  check "a default pull uses 2 queue pairs" grep -q "over rdma rxe[0-9]: 2 queue pairs" "$work/err"
+  check "  ... byte-exact" cmp -s "$src/size1M+1" "$out/qpdef"
+  rcp -v --streams 1 "$src/size1M+1" "$addr:data/qp1" 2> "$work/err"
+  check "a push with --streams 1 uses 1 queue pair" grep -q "over rdma rxe[0-9]: 1 queue pair," "$work/err"
+  check "  ... byte-exact" cmp -s "$src/size1M+1" "$exp/qp1"
   # while a slowed push runs, the kernel shows 3 QPs on each side
   if command -v rdma >/dev/null; then
     RCP_TEST_FAULT=source-delay-ms=40 "$RCP" --transport rdma -P "$rport" --streams 3 \

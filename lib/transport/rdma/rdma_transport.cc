@@ -684,7 +684,7 @@ class RdmaTransport final : public Transport {
     switch (e.type) {
       case RDMA_CM_EVENT_ESTABLISHED:
         L.up = true;
-        log_debug("{}: queue pair {} of {} is up", peer_name_, i + 1, lanes_.size());
+        log_debug("{}: queue pair {} of {} is up (initiator depth {})", peer_name_, i + 1, lanes_.size(), L.rd_atomic);
         break;
       case RDMA_CM_EVENT_TIMEWAIT_EXIT: break;
       case RDMA_CM_EVENT_DISCONNECTED:
