@@ -65,7 +65,7 @@ struct Options {
   uint32_t chunk_kib = 1024;
   uint32_t window = 16;
   bool fsync = false;
-  uint32_t streams = 2;
+  uint32_t streams = 0;  // 0: the transport's default
   bool no_zerocopy = false;
   bool recursive = false;
   unsigned hash_threads = 1;
@@ -130,7 +130,8 @@ int run(const Options& o) {
   co.rdma_port = o.rdma_port;
   co.tcp_port = o.tcp_port;
   co.max_chunk = o.chunk_kib * 1024;
-  co.tcp_streams = o.streams;
+  co.tcp_streams = o.streams ? o.streams : kDefaultTcpStreams;
+  co.rdma_qps = o.streams ? o.streams : kDefaultRdmaQps;
   co.zerocopy = !o.no_zerocopy;
 
   std::vector<std::string> srcs(o.args.begin(), o.args.end() - 1);
@@ -270,8 +271,11 @@ int main(int argc, char** argv) {
   app.add_option("--window", o.window, "chunks in flight (buffer pool = window x chunk size)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
-  app.add_option("--streams", o.streams, "TCP transport: connections per copy")
-      ->capture_default_str()
+  const std::string streams_default =
+      kDefaultTcpStreams == kDefaultRdmaQps ? std::to_string(kDefaultTcpStreams)
+                                            : fmt::format("{} TCP, {} RDMA", kDefaultTcpStreams, kDefaultRdmaQps);
+  app.add_option("--streams", o.streams,
+                 "connections (TCP) or queue pairs (RDMA) per copy [default: " + streams_default + "]")
       ->check(CLI::Range(1, 16));
   app.add_flag("--no-zerocopy", o.no_zerocopy, "TCP transport: plain sends instead of zero-copy sends");
   app.add_option("--hash-threads", o.hash_threads, "threads computing chunk digests (0: on the I/O loop)")

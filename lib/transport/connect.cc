@@ -32,6 +32,7 @@ Result<std::unique_ptr<Transport>> connect_transport(const std::string& host, co
       RdmaOptions ro;
       ro.max_chunk = opt.max_chunk;
       ro.timeout_ms = opt.timeout_ms;
+      ro.qps = opt.rdma_qps;
       auto t = rdma_connect(host, opt.rdma_port, ro);
       if (t.ok() || opt.kind == TransportKind::rdma) return t;
       fallback_note = "RDMA connection failed (" + t.error().message() + "); using TCP";

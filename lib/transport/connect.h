@@ -16,13 +16,21 @@ namespace rcp {
 constexpr uint16_t kDefaultRdmaPort = 7471;
 constexpr uint16_t kDefaultTcpPort = 7472;
 
+/// Connections per copy when --streams is not given. TCP: 2, so socket work
+/// is not one core's. RDMA: 2 queue pairs — measured in the soft-RoCE guest
+/// (bench/README.md): push +14 % over 1 QP, pull the same, 4 no better than
+/// 2; one extra rdma_cm connect per copy is the whole cost.
+constexpr uint32_t kDefaultTcpStreams = 2;
+constexpr uint32_t kDefaultRdmaQps = 2;
+
 struct ConnectOptions {
   TransportKind kind = TransportKind::automatic;
   uint16_t rdma_port = kDefaultRdmaPort;
   uint16_t tcp_port = kDefaultTcpPort;
   uint32_t max_chunk = 1u << 20;
   int timeout_ms = 10000;
-  uint32_t tcp_streams = 2;
+  uint32_t tcp_streams = kDefaultTcpStreams;
+  uint32_t rdma_qps = kDefaultRdmaQps;
   bool zerocopy = true;
 };
 

@@ -1,6 +1,7 @@
 #include "wire/messages.h"
 
 #include <fmt/core.h>
+#include <sys/random.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -272,7 +273,7 @@ std::vector<uint8_t> encode_hello(const Hello& h) {
   w.u16(h.rd_resp);
   w.u16(h.max_sge_rd);
   w.u16(h.checksums);
-  w.u16(0);
+  w.u16(h.qps);  // was reserved (0): older peers announce nothing, which reads as 1
   w.u32(h.max_chunk);
   w.u32(h.ctrl_msg_size);
   w.u32(h.flags);
@@ -295,7 +296,7 @@ Result<Hello> decode_hello(std::span<const uint8_t> buf) {
   h.rd_resp = r.u16();
   h.max_sge_rd = r.u16();
   h.checksums = r.u16();
-  r.u16();
+  h.qps = r.u16();
   h.max_chunk = r.u32();
   h.ctrl_msg_size = r.u32();
   h.flags = r.u32();
@@ -308,6 +309,34 @@ Result<Hello> decode_hello(std::span<const uint8_t> buf) {
   if (h.max_chunk == 0 || h.max_chunk > kMaxChunk) return proto(fmt::format("hello chunk size {} out of range", h.max_chunk));
   if (h.max_sge_rd == 0) return proto("hello announces 0 SGEs per READ");
   return h;
+}
+
+std::vector<uint8_t> encode_hello_token(Hello h, uint32_t flags, uint64_t token) {
+  h.flags |= flags;
+  std::vector<uint8_t> out = encode_hello(h);
+  Writer w(out);
+  w.u64(token);
+  return out;
+}
+
+Result<uint64_t> decode_hello_token(std::span<const uint8_t> buf) {
+  if (buf.size() < kHelloTokenSize)
+    return proto(fmt::format("hello announces a session token but holds only {} bytes", buf.size()));
+  Reader r(buf.subspan(kHelloSize, kTokenSize));
+  const uint64_t token = r.u64();
+  if (!r.ok()) return proto("truncated session token");
+  if (token == 0) return proto("session token 0");
+  return token;
+}
+
+Result<uint64_t> new_session_token() {
+  uint64_t token = 0;
+  while (token == 0) {
+    ssize_t n = ::getrandom(&token, sizeof token, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n != static_cast<ssize_t>(sizeof token)) return sys_error("getrandom (session token)");
+  }
+  return token;
 }
 
 }  // namespace rcp::wire

@@ -163,15 +163,35 @@ struct Hello {
   uint16_t rd_resp = 0;         ///< RDMA READs this side can serve at once (max_qp_rd_atom)
   uint16_t max_sge_rd = 0;      ///< SGEs per READ work request
   uint16_t checksums = 0;       ///< bitmask of 1 << Checksum supported
+  uint16_t qps = 0;             ///< connections (RDMA queue pairs) the client will open for this session; 0 reads as 1
   uint32_t max_chunk = 0;       ///< largest chunk this side accepts
   uint32_t ctrl_msg_size = kMaxMessage;
   uint32_t flags = 0;
 };
 constexpr size_t kHelloSize = 32;
 
+/// Hello::flags bits for sessions of several connections (TCP streams or
+/// RDMA queue pairs). kHelloToken: the daemon's hello is followed by the
+/// session's token. kHelloJoin: the client's hello is followed by a token and
+/// asks to add a connection to that session instead of starting one.
+constexpr uint32_t kHelloToken = 1u << 0;
+constexpr uint32_t kHelloJoin = 1u << 1;
+/// Session tokens are 64 random bits, never 0 (0 means "no token").
+constexpr size_t kTokenSize = 8;
+/// A hello followed by a token: 40 bytes, still under rdma_connect's 56.
+constexpr size_t kHelloTokenSize = kHelloSize + kTokenSize;
+
 std::vector<uint8_t> encode_hello(const Hello& h);
 /// Accepts len >= kHelloSize (transports may pad private data) with our magic;
 /// a different version is refused with a message naming both versions.
 Result<Hello> decode_hello(std::span<const uint8_t> buf);
+/// The hello with `flags` set, then the token, big-endian (kHelloTokenSize bytes).
+std::vector<uint8_t> encode_hello_token(Hello h, uint32_t flags, uint64_t token);
+/// The token behind a hello (buf as given to decode_hello): refuses a buffer
+/// too short to hold one and the token 0.
+Result<uint64_t> decode_hello_token(std::span<const uint8_t> buf);
+/// A fresh session token from the kernel's CSPRNG (getrandom): a peer that
+/// saw its own tokens learns nothing about another session's.
+Result<uint64_t> new_session_token();
 
 }  // namespace rcp::wire

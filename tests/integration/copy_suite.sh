@@ -250,6 +250,93 @@ check "  ... and the daemon says why" grep -q "peer speaks rcp protocol version 
 
 # --- transport-specific checks
 if [ "$transport" = rdma ]; then
+  # --- several queue pairs per copy (--streams 3): both ways byte-exact, and every QP carried READs
+  qp_split() {  # LOGFILE: the last "chunks read per queue pair: a/b/c" of LOGFILE, as "a b c"
+    grep -o "chunks read per queue pair: [0-9/]*" "$1" 2>/dev/null | tail -n1 | sed 's/.*: //; s#/# #g'
+  }
+  all_used() {  # N COUNTS...: N counts given, none of them 0
+    local n=$1; shift
+    [ $# = "$n" ] || return 1
+    for c in "$@"; do [ "$c" -gt 0 ] || return 1; done
+  }
+  before=$(grep -c "chunks read per queue pair" "$dlog")
+  rcp -v --streams 3 "$src/size48M" "$addr:data/qp3" 2> "$work/err"
+  rc=$?
+  check "push over 3 queue pairs" test $rc = 0
+  check "  ... byte-exact" cmp -s "$src/size48M" "$exp/qp3"
+  check "  ... and -v says 3 queue pairs" grep -q "rcp: connected to .* over rdma rxe[0-9]: 3 queue pairs" "$work/err"
+  # the daemon pulled the pushed file: it logs the split when the session ends
+  for _ in $(seq 100); do [ "$(grep -c "chunks read per queue pair" "$dlog")" -gt "$before" ] && break; sleep 0.05; done
+  split=$(qp_split "$dlog")
+  check "  ... the daemon read over all 3 queue pairs (chunks: $split)" all_used 3 $split
+  rm -f "$out/qp3"
+  rcp -v --streams 3 "$addr:data/size48M" "$out/qp3" 2> "$work/err"
+  rc=$?
+  check "pull over 3 queue pairs" test $rc = 0
+  check "  ... byte-exact" cmp -s "$src/size48M" "$out/qp3"
+  split=$(qp_split "$work/err")
+  check "  ... the client read over all 3 queue pairs (chunks: $split)" all_used 3 $split
+  # the default is 2 queue pairs; --streams 1 keeps a single one
+  rm -f "$out/qpdef"
+  rcp -v "$addr:data/size1M+1" "$out/qpdef" 2> "$work/err"
+  check "a default pull uses 2 queue pairs" grep -q "over rdma rxe[0-9]: 2 queue pairs" "$work/err"
+  check "  ... byte-exact" cmp -s "$src/size1M+1" "$out/qpdef"
+  rcp -v --streams 1 "$src/size1M+1" "$addr:data/qp1" 2> "$work/err"
+  check "a push with --streams 1 uses 1 queue pair" grep -q "over rdma rxe[0-9]: 1 queue pair," "$work/err"
+  check "  ... byte-exact" cmp -s "$src/size1M+1" "$exp/qp1"
+  # while a slowed push runs, the kernel shows 3 QPs on each side
+  if command -v rdma >/dev/null; then
+    RCP_TEST_FAULT=source-delay-ms=40 "$RCP" --transport rdma -P "$rport" --streams 3 \
+        "$src/size48M" "$addr:data/qp3slow" 2> "$work/err" &
+    cpid=$!
+    dq=0 cq=0
+    for _ in $(seq 100); do
+      dq=$(rdma resource show qp 2>/dev/null | grep -c "pid $dpid " || true)
+      cq=$(rdma resource show qp 2>/dev/null | grep -c "pid $cpid " || true)
+      [ "$dq" = 3 ] && [ "$cq" = 3 ] && break
+      sleep 0.1
+    done
+    check "mid-copy the daemon holds 3 QPs for a --streams 3 copy (has $dq)" test "$dq" = 3
+    check "mid-copy the client holds 3 QPs (has $cq)" test "$cq" = 3
+    # a stranger's join while that session is live gets nowhere near it
+    rdmapeer=$(cd "$bin/.." && pwd)/tests/rdmapeer
+    if [ -x "$rdmapeer" ]; then
+      timeout 30 "$rdmapeer" "$addr" "$rport" join-random 7 > "$work/raw" 2>&1
+      check "  ... a stranger's join during the copy is refused" test $? = 0
+      dq=$(rdma resource show qp 2>/dev/null | grep -c "pid $dpid " || true)
+      check "  ... and the daemon still holds 3 QPs (has $dq)" test "$dq" = 3
+    fi
+    wait $cpid
+    check "  ... and the slowed copy arrives byte-exact" cmp -s "$src/size48M" "$exp/qp3slow"
+  fi
+  # a client killed mid-push with 3 QPs: no file at the target, temp file removed, daemon goes on
+  RCP_TEST_FAULT=source-delay-ms=40 "$RCP" --transport rdma -P "$rport" --streams 3 \
+      "$src/size48M" "$addr:data/killed3" 2>/dev/null &
+  cpid=$!
+  for _ in $(seq 100); do [ -n "$(find "$exp" -name '.killed3.rcp-*')" ] && break; sleep 0.05; done
+  check "killed 3-QP push reached mid-copy (temp file exists)" test -n "$(find "$exp" -name '.killed3.rcp-*')"
+  sleep 0.3
+  kill -9 $cpid; wait $cpid 2>/dev/null
+  for _ in $(seq 100); do no_temps "$exp" && break; sleep 0.1; done
+  check "killed 3-QP client: nothing at the target name, temp file removed" test ! -e "$exp/killed3" -a -z "$(find "$exp" -name '.killed3.rcp-*')"
+  # hostile joins: tokens that name no session, a token of 0, a join without its token, garbage
+  rdmapeer=$(cd "$bin/.." && pwd)/tests/rdmapeer
+  if [ -x "$rdmapeer" ]; then
+    for m in "join-random 1" "join-random 2" "join-random 3" join-zero join-short "garbage 4"; do
+      timeout 30 "$rdmapeer" "$addr" "$rport" $m > "$work/raw" 2>&1
+      check "queue pair join ($m) is refused" test $? = 0
+    done
+    check "  ... and the daemon logs why" grep -q "rdma queue pair join from .* refused: its session token names no session" "$dlog"
+  else
+    bad "rdmapeer tool not built ($rdmapeer)"
+  fi
+  # a real client whose join quotes a wrong token fails clearly and leaves nothing
+  RCP_TEST_FAULT=rdma-bad-join-token rcp --streams 2 "$src/size1M+1" "$addr:data/badjoin" 2> "$work/err"
+  rc=$?
+  check "a join with a wrong token fails the copy" test $rc != 0 -a ! -e "$exp/badjoin"
+  check "  ... saying the daemon refused the queue pair" grep -q "did not let this queue pair join" "$work/err"
+  rcp --streams 2 "$src/size1M+1" "$addr:data/after-badjoin"
+  check "daemon serves a 2-QP client after the refused joins" cmp -s "$src/size1M+1" "$exp/after-badjoin"
   # every QP and MR of finished sessions is released (the daemon stays up)
   sleep 0.5
   if command -v rdma >/dev/null; then

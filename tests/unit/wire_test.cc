@@ -558,6 +558,54 @@ TEST_CASE("hello round-trips in 32 bytes") {
   CHECK(r->flags == h.flags);
 }
 
+TEST_CASE("hello carries the announced queue pairs and a session token behind it") {
+  static_assert(kHelloTokenSize <= 56, "a join's hello and token fit rdma_connect's private data");
+  Hello h = good_hello();
+  h.flags = 0;
+  h.qps = 3;
+  const Bytes b = encode_hello_token(h, kHelloJoin, 0x0102030405060708ull);
+  REQUIRE(b.size() == kHelloTokenSize);
+  CHECK(b[18] == 0);
+  CHECK(b[19] == 3);  // qps, big-endian, in the slot that used to be reserved
+  CHECK(b[32] == 0x01);
+  CHECK(b[39] == 0x08);  // token, big-endian
+  auto r = decode_hello(b);
+  REQUIRE_MESSAGE(r.ok(), r.error().message());
+  CHECK(r->qps == 3);
+  CHECK(r->flags == kHelloJoin);
+  auto t = decode_hello_token(b);
+  REQUIRE_MESSAGE(t.ok(), t.error().message());
+  CHECK(*t == 0x0102030405060708ull);
+  SUBCASE("padded private data still yields the token") {
+    Bytes p = b;
+    p.resize(196, 0);
+    auto t2 = decode_hello_token(p);
+    REQUIRE(t2.ok());
+    CHECK(*t2 == 0x0102030405060708ull);
+  }
+  SUBCASE("a hello without room for the token is refused") {
+    for (size_t n = 0; n < kHelloTokenSize; ++n) {
+      CAPTURE(n);
+      auto t2 = decode_hello_token(std::span<const uint8_t>(b.data(), n));
+      REQUIRE_FALSE(t2.ok());
+      CHECK(t2.error().code == EPROTO);
+    }
+  }
+  SUBCASE("token 0 is refused") {
+    auto t2 = decode_hello_token(encode_hello_token(h, kHelloJoin, 0));
+    REQUIRE_FALSE(t2.ok());
+    CHECK(t2.error().code == EPROTO);
+  }
+  SUBCASE("fresh tokens are non-zero and differ") {
+    auto a = new_session_token();
+    auto c = new_session_token();
+    REQUIRE(a.ok());
+    REQUIRE(c.ok());
+    CHECK(*a != 0);
+    CHECK(*a != *c);
+  }
+}
+
 TEST_CASE("decode_hello accepts padding and refuses short or foreign hellos") {
   const Bytes b = encode_hello(good_hello());
   SUBCASE("padded to the 56 bytes of private data") {

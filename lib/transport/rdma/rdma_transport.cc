@@ -7,10 +7,12 @@
 #include <sys/epoll.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fmt/core.h>
 #include <map>
+#include <mutex>
 #include <unordered_map>
 
 #include "hash/digest.h"
@@ -36,6 +38,9 @@ constexpr uint32_t kMaxReadWrs = 256;
 /// SGEs per READ we ever ask for; rxe offers 32, mlx5 30. 16 × 64 KiB blocks
 /// covers a 1 MiB chunk in one work request.
 constexpr uint32_t kMaxSge = 16;
+/// Most queue pairs one session may have, the first included (rcp --streams
+/// allows 1..16). It bounds what one client can make the daemon allocate.
+constexpr uint32_t kMaxQps = 16;
 
 Status set_nonblock(int fd) {
   int fl = ::fcntl(fd, F_GETFL);
@@ -100,7 +105,10 @@ Result<CmEvent> wait_cm_event(rdma_event_channel* ch, rdma_cm_event_type want, i
                         pd[3] == (wire::kMagic & 0xff);
       if (ours) {  // rcpd rejects with its own hello: say which version it speaks
         auto h = wire::decode_hello(pd);
-        msg = fmt::format("{}: refused by rcpd{}", what, h.ok() ? "" : ": " + h.error().context);
+        if (h.ok() && (h->flags & wire::kHelloJoin))
+          msg = fmt::format("{}: refused by rcpd: it did not let this queue pair join the session (its log says why)", what);
+        else
+          msg = fmt::format("{}: refused by rcpd{}", what, h.ok() ? "" : ": " + h.error().context);
       } else {
         msg = fmt::format("{}: connection refused (is rcpd listening on that rdma_cm port?)", what);
       }
@@ -138,18 +146,109 @@ Result<DeviceCaps> query_caps(ibv_context* ctx) {
   return c;
 }
 
+/// Resolves address and route on a fresh channel and id. Split out so a
+/// timed-out attempt can be thrown away whole: an id still resolving cannot
+/// be asked again.
+Result<std::pair<rdma::EventChannel, rdma::CmId>> resolve_once(sockaddr_storage& dst, int timeout_ms,
+                                                               const std::string& where) {
+  rdma::EventChannel ch(rdma_create_event_channel());
+  if (!ch) return sys_error("rdma_create_event_channel (is an RDMA device present?)");
+  rdma_cm_id* raw = nullptr;
+  if (rdma_create_id(ch.get(), &raw, nullptr, RDMA_PS_TCP) != 0) return sys_error("rdma_create_id");
+  rdma::CmId id(raw);
+  if (rdma_resolve_addr(raw, nullptr, reinterpret_cast<sockaddr*>(&dst), timeout_ms) != 0)
+    return sys_error(where + ": rdma_resolve_addr");
+  // Wait a little longer than rdma_cm's own timeout so its ADDR_ERROR is seen.
+  RCP_TRY(wait_cm_event(ch.get(), RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms + 1000, where + ": resolve address"));
+  if (rdma_resolve_route(raw, timeout_ms) != 0) return sys_error(where + ": rdma_resolve_route");
+  RCP_TRY(wait_cm_event(ch.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, timeout_ms + 1000, where + ": resolve route"));
+  return std::make_pair(std::move(ch), std::move(id));
+}
+
+/// Creates the QP of an extra queue pair of a session, on the session's PD
+/// (so the source pool's one rkey is valid on it) and its CQ. It carries
+/// only READs: no receive is ever posted and nothing is sent on it.
+Status create_read_qp(rdma_cm_id* id, ibv_pd* pd, ibv_cq* cq, uint32_t sq, uint32_t sge, const std::string& dev) {
+  ibv_qp_init_attr qa{};
+  qa.send_cq = cq;
+  qa.recv_cq = cq;
+  qa.qp_type = IBV_QPT_RC;
+  qa.sq_sig_all = 0;
+  qa.cap.max_send_wr = sq;
+  qa.cap.max_recv_wr = 1;  // some providers refuse 0
+  qa.cap.max_send_sge = sge;
+  qa.cap.max_recv_sge = 1;
+  if (rdma_create_qp(id, pd, &qa) != 0) return sys_error("rdma_create_qp (extra queue pair) on " + dev);
+  return {};
+}
+
+/// A queue pair the listener accepted into a session, not yet picked up by
+/// the session's thread.
+struct Joined {
+  rdma::CmId id;
+  uint32_t rd_atomic = 0;
+};
+
+/// What a daemon-side session offers the queue pairs that join it. The
+/// listener thread creates a joining QP on the session's PD and CQ while it
+/// holds `mu`; the session marks the point closed under `mu` before it
+/// releases anything, so a join can never touch a freed PD or CQ.
+struct JoinPoint {
+  std::mutex mu;
+  bool open = true;
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_cq* cq = nullptr;
+  rdma_event_channel* ch = nullptr;  ///< joined ids move here, so the session sees their events
+  uint32_t sq = 0, sge = 1;
+  DeviceCaps caps{};
+  wire::Hello hello;                 ///< what the daemon answers a join with
+  uint32_t qps = 1, max_qps = 1;     ///< queue pairs so far (waiting ones included), and the most allowed
+  std::vector<Joined> fresh;
+};
+
+/// Daemon side: sessions that accept extra queue pairs, by token.
+struct JoinRegistry {
+  std::mutex mu;
+  std::unordered_map<uint64_t, std::shared_ptr<JoinPoint>> by_token;
+};
+
 class RdmaTransport final : public Transport {
  public:
   RdmaTransport(rdma::EventChannel ch, rdma::CmId id, RdmaOptions opt)
       : ch_(std::move(ch)), id_(std::move(id)), opt_(opt), credits_(0) {}
 
   ~RdmaTransport() override {
+    if (jp_) {
+      // No join may start from here on; one accepted but not yet picked up
+      // is released with the others (before the CQ and PD, see members).
+      {
+        std::lock_guard lk(reg_->mu);
+        reg_->by_token.erase(token_);
+      }
+      std::vector<Joined> late;
+      {
+        std::lock_guard lk(jp_->mu);
+        jp_->open = false;
+        late.swap(jp_->fresh);
+      }
+      for (auto& j : late) extra_ids_.push_back(std::move(j.id));
+    }
+    if (total_chunks_ > 0) {
+      std::string per;
+      for (auto& l : lanes_) per += fmt::format("{}{}", per.empty() ? "" : "/", l.chunks);
+      log_info("{} {}: chunks read per queue pair: {}", name(), peer_name_, per);
+    }
     if (established_ && !disconnected_) rdma_disconnect(id_.get());
+    for (size_t i = 1; i < lanes_.size(); ++i)
+      if (lanes_[i].up && !lanes_[i].disconnected) rdma_disconnect(lanes_[i].id);
     if (cq_ && unacked_cq_events_ > 0) ibv_ack_cq_events(cq_.get(), unacked_cq_events_);
   }
 
   /// PD, completion channel, CQ, QP and the control buffers (receives posted).
-  Status setup() {
+  /// The CQ is sized for `max_qps` queue pairs: all of them share it.
+  Status setup(uint32_t max_qps) {
+    max_qps_ = std::clamp<uint32_t>(max_qps, 1, kMaxQps);
     ibv_context* ctx = id_->verbs;
     RCP_ASSIGN(caps_, query_caps(ctx));
     pd_.reset(ibv_alloc_pd(ctx));
@@ -162,7 +261,13 @@ class RdmaTransport final : public Transport {
     read_wrs_ = std::min(kMaxReadWrs, caps_.max_qp_wr - depth_ - 1);
     sge_ = std::min({kMaxSge, caps_.max_sge, caps_.max_sge_rd});
     const uint32_t sq = depth_ + read_wrs_ + 1;
-    const uint32_t cqe = std::min(sq + depth_, caps_.max_cqe);
+    // Control takes at most depth_ send and depth_ receive completions; each
+    // queue pair adds at most one per READ WR it has outstanding (only the
+    // last of a chunk is signalled, but a QP in error flushes them all).
+    const uint64_t want = uint64_t{depth_} * 2 + 1 + uint64_t{max_qps_} * read_wrs_;
+    const uint32_t cqe = static_cast<uint32_t>(std::min<uint64_t>(want, caps_.max_cqe));
+    if (cqe < depth_ * 2u + 2u) return make_error(EINVAL, fmt::format("{}: max_cqe {} too small", caps_.name, caps_.max_cqe));
+    read_budget_ = cqe - depth_ * 2u - 1u;
     cq_.reset(ibv_create_cq(ctx, static_cast<int>(cqe), nullptr, cc_.get(), 0));
     if (!cq_) return sys_error("ibv_create_cq on " + caps_.name);
     ibv_qp_init_attr qa{};
@@ -176,6 +281,7 @@ class RdmaTransport final : public Transport {
     qa.cap.max_recv_sge = 1;
     if (rdma_create_qp(id_.get(), pd_.get(), &qa) != 0) return sys_error("rdma_create_qp on " + caps_.name);
     qp_guard_ = std::make_unique<rdma::QpGuard>(id_.get());
+    lanes_.push_back(Lane{id_.get()});
     ctrl_mem_.assign(size_t{depth_} * 2 * wire::kMaxMessage, 0);
     ctrl_mr_.reset(ibv_reg_mr(pd_.get(), ctrl_mem_.data(), ctrl_mem_.size(), IBV_ACCESS_LOCAL_WRITE));
     if (!ctrl_mr_) return sys_error("ibv_reg_mr (control buffers) on " + caps_.name);
@@ -202,7 +308,58 @@ class RdmaTransport final : public Transport {
     h.max_sge_rd = static_cast<uint16_t>(sge_);
     h.checksums = supported_checksums();
     h.max_chunk = opt_.max_chunk;
+    h.qps = static_cast<uint16_t>(max_qps_);
     return h;
+  }
+
+  /// Daemon side: lets up to `max_qps` queue pairs in all join this session
+  /// with `token` (registered before the client can learn it).
+  void offer_joins(std::shared_ptr<JoinRegistry> reg, uint64_t token, uint32_t max_qps, const wire::Hello& answer) {
+    auto jp = std::make_shared<JoinPoint>();
+    jp->ctx = id_->verbs;
+    jp->pd = pd_.get();
+    jp->cq = cq_.get();
+    jp->ch = ch_.get();
+    jp->sq = read_wrs_ + 1;
+    jp->sge = sge_;
+    jp->caps = caps_;
+    jp->hello = answer;
+    jp->max_qps = std::min(max_qps, max_qps_);
+    reg_ = std::move(reg);
+    token_ = token;
+    jp_ = jp;
+    std::lock_guard lk(reg_->mu);
+    reg_->by_token[token] = std::move(jp);
+  }
+
+  /// Client side: opens queue pair `index` (0-based) of `of` and joins it to
+  /// this session with the daemon's token. Its cm_id moves to this
+  /// transport's event channel once it is up, so one poll sees every QP.
+  Status join(sockaddr_storage& dst, uint64_t token, uint32_t index, uint32_t of, int timeout_ms,
+              const std::string& where) {
+    const std::string what = fmt::format("{}: queue pair {} of {}", where, index + 1, of);
+    RCP_ASSIGN(auto r, resolve_once(dst, timeout_ms, what));
+    rdma::EventChannel ch = std::move(r.first);
+    rdma::CmId id = std::move(r.second);  // declared after ch: destroyed before it
+    if (id->verbs != id_->verbs)
+      return make_error(EXDEV, what + ": routed over another RDMA device than queue pair 1 (a PD cannot span devices)");
+    RCP_TRY(create_read_qp(id.get(), pd_.get(), cq_.get(), read_wrs_ + 1, sge_, caps_.name));
+    auto pd = wire::encode_hello_token(hello(), wire::kHelloJoin, token);
+    rdma_conn_param cp{};
+    cp.initiator_depth = caps_.init_rd;
+    cp.responder_resources = caps_.resp_rd;
+    cp.retry_count = 7;
+    cp.rnr_retry_count = 7;
+    cp.private_data = pd.data();
+    cp.private_data_len = static_cast<uint8_t>(pd.size());
+    if (rdma_connect(id.get(), &cp) != 0) return sys_error(what + ": rdma_connect");
+    RCP_ASSIGN(CmEvent est, wait_cm_event(ch.get(), RDMA_CM_EVENT_ESTABLISHED, timeout_ms, what));
+    auto ph = wire::decode_hello(est.private_data);
+    if (!ph.ok()) return make_error(ph.error().code, what + ": " + ph.error().context);
+    if (rdma_migrate_id(id.get(), ch_.get()) != 0) return sys_error(what + ": rdma_migrate_id");
+    const uint32_t rd = std::min<uint32_t>(caps_.init_rd, ph->rd_resp);
+    add_lane(std::move(id), rd, true);
+    return {};
   }
 
   /// Applies the peer's hello: credits, limits, checksum set.
@@ -211,6 +368,7 @@ class RdmaTransport final : public Transport {
     peer_msg_size_ = peer.ctrl_msg_size;
     neg_.reads_in_flight = read_wrs_;
     neg_.rd_atomic = rd_atomic;
+    lanes_[0].rd_atomic = rd_atomic;
     neg_.max_sge = sge_;
     neg_.max_chunk = peer.max_chunk;
     neg_.checksums = static_cast<uint16_t>(peer.checksums & supported_checksums());
@@ -222,8 +380,8 @@ class RdmaTransport final : public Transport {
 
   std::string name() const override { return "rdma " + caps_.name; }
   std::string describe() const override {
-    return fmt::format("rdma {}: {} READs outstanding per QP, up to {} WRs queued, {} SGEs per READ", caps_.name,
-                       neg_.rd_atomic, read_wrs_, sge_);
+    return fmt::format("rdma {}: {} queue pair{}, {} READs outstanding per QP, up to {} WRs queued per QP, {} SGEs per READ",
+                       caps_.name, lanes_.size(), lanes_.size() == 1 ? "" : "s", neg_.rd_atomic, read_wrs_, sge_);
   }
   std::string peer() const override { return peer_name_; }
   const Negotiated& negotiated() const override { return neg_; }
@@ -255,6 +413,19 @@ class RdmaTransport final : public Transport {
   Status read(uint64_t cookie, uint32_t rkey, std::span<const ReadWr> wrs) override {
     if (!established_ || failed_) return make_error(ENOTCONN, "RDMA READ on a connection that is not up");
     if (wrs.empty() || wrs.size() > read_capacity()) return make_error(EINVAL, "RDMA READ exceeds the queue");
+    if (cookie & kTagMask) return make_error(EINVAL, "RDMA READ cookie too large");
+    // A chunk's WRs go to one QP (its last, signalled WR covers the rest);
+    // chunks go to the least loaded QP, ties broken round robin.
+    const uint32_t n = static_cast<uint32_t>(wrs.size());
+    int lane = -1;
+    for (size_t k = 0; k < lanes_.size(); ++k) {
+      const size_t i = (next_lane_ + k) % lanes_.size();
+      if (!usable(i) || read_wrs_ - lanes_[i].wrs_out < n) continue;
+      if (lane < 0 || lanes_[i].wrs_out < lanes_[static_cast<size_t>(lane)].wrs_out) lane = static_cast<int>(i);
+    }
+    if (lane < 0) return make_error(EINVAL, "RDMA READ exceeds the queue");
+    Lane& L = lanes_[static_cast<size_t>(lane)];
+    next_lane_ = static_cast<size_t>(lane) + 1;
     std::vector<ibv_send_wr> w(wrs.size());
     std::vector<ibv_sge> sg;
     size_t total_sges = 0;
@@ -275,25 +446,31 @@ class RdmaTransport final : public Transport {
     w.back().send_flags = IBV_SEND_SIGNALED;
     w.back().wr_id = kTagRead | cookie;
     ibv_send_wr* bad = nullptr;
-    if (int rc = ibv_post_send(id_->qp, w.data(), &bad)) {
+    if (int rc = ibv_post_send(L.id->qp, w.data(), &bad)) {
       if (bad != w.data()) {
         // Part of the chain was posted but only its last WR would signal: we
         // could not tell when those finish, so the QP cannot be trusted.
         ibv_qp_attr qa{};
         qa.qp_state = IBV_QPS_ERR;
-        ibv_modify_qp(id_->qp, &qa, IBV_QP_STATE);
+        ibv_modify_qp(L.id->qp, &qa, IBV_QP_STATE);
         failed_ = true;
       }
-      return make_error(rc, "ibv_post_send (RDMA READ) to " + peer_name_);
+      return make_error(rc, fmt::format("ibv_post_send (RDMA READ) on queue pair {} to {}", lane + 1, peer_name_));
     }
-    read_wrs_out_ += static_cast<uint32_t>(wrs.size());
-    read_wr_count_[cookie] = static_cast<uint32_t>(wrs.size());
+    L.wrs_out += n;
+    ++L.chunks;
+    ++total_chunks_;
+    read_wrs_out_ += n;
+    reads_[cookie] = ReadInfo{static_cast<uint32_t>(lane), n};
     return {};
   }
 
   uint32_t read_capacity() const override {
     if (!established_ || failed_) return 0;
-    return read_wrs_ - read_wrs_out_;
+    uint32_t best = 0;
+    for (size_t i = 0; i < lanes_.size(); ++i)
+      if (usable(i)) best = std::max(best, read_wrs_ - lanes_[i].wrs_out);
+    return std::min(best, read_budget_ - read_wrs_out_);
   }
 
   int wait_fd() const override { return ep_.get(); }
@@ -307,6 +484,7 @@ class RdmaTransport final : public Transport {
 
   Status poll(std::vector<TransportEvent>& events) override {
     if (closed_) return {};
+    take_joins();
     // Consume completion-channel wakeups; acks are batched (each ack takes a lock).
     ibv_cq* ev_cq;
     void* ev_ctx;
@@ -337,6 +515,48 @@ class RdmaTransport final : public Transport {
   }
 
  private:
+  bool usable(size_t i) const {
+    if (i == 0) return established_ && !disconnected_;
+    return lanes_[i].up && !lanes_[i].disconnected;
+  }
+
+  int lane_of(const rdma_cm_id* id) const {
+    for (size_t i = 0; i < lanes_.size(); ++i)
+      if (lanes_[i].id == id) return static_cast<int>(i);
+    return -1;
+  }
+
+  void finish_read(uint64_t cookie) {
+    auto it = reads_.find(cookie);
+    if (it == reads_.end()) return;
+    lanes_[it->second.lane].wrs_out -= it->second.wrs;
+    read_wrs_out_ -= it->second.wrs;
+    reads_.erase(it);
+  }
+
+  void add_lane(rdma::CmId id, uint32_t rd_atomic, bool up) {
+    Lane l;
+    l.id = id.get();
+    l.rd_atomic = rd_atomic;
+    l.up = up;
+    extra_ids_.push_back(std::move(id));
+    lanes_.push_back(l);
+  }
+
+  /// Daemon side: adopts the queue pairs the listener accepted meanwhile.
+  void take_joins() {
+    if (!jp_) return;
+    std::vector<Joined> fresh;
+    {
+      std::lock_guard lk(jp_->mu);
+      fresh.swap(jp_->fresh);
+    }
+    for (auto& j : fresh) {
+      add_lane(std::move(j.id), j.rd_atomic, false);
+      log_debug("{}: queue pair {} joined", peer_name_, lanes_.size());
+    }
+  }
+
   Status post_recv(uint32_t i) {
     ibv_sge sge{reinterpret_cast<uint64_t>(ctrl_mem_.data() + size_t{i} * wire::kMaxMessage),
                 static_cast<uint32_t>(wire::kMaxMessage), ctrl_mr_->lkey};
@@ -388,7 +608,7 @@ class RdmaTransport final : public Transport {
       if (tag == kTagRead) {
         events.push_back(
             TransportEvent::read_done(idx, EIO, fmt::format("RDMA READ failed: {}", ibv_wc_status_str(wc.status))));
-        read_wr_count_.erase(idx);
+        finish_read(idx);
       }
       if (tag == kTagSend) free_send_.push_back(static_cast<uint32_t>(idx));
       if (!failed_) {
@@ -414,11 +634,7 @@ class RdmaTransport final : public Transport {
       }
       case kTagSend: free_send_.push_back(static_cast<uint32_t>(idx)); break;
       case kTagRead: {
-        auto it = read_wr_count_.find(idx);
-        if (it != read_wr_count_.end()) {
-          read_wrs_out_ -= it->second;
-          read_wr_count_.erase(it);
-        }
+        finish_read(idx);
         events.push_back(TransportEvent::read_done(idx));
         break;
       }
@@ -430,6 +646,21 @@ class RdmaTransport final : public Transport {
     rdma_cm_event* raw;
     while (rdma_get_cm_event(ch_.get(), &raw) == 0) {
       CmEvent e = take_event(raw);
+      int lane = lane_of(e.id);
+      if (lane < 0) {
+        // The listener moves a joined id here before it hands the id over,
+        // so its first event can precede the hand-over: pick it up now.
+        take_joins();
+        lane = lane_of(e.id);
+      }
+      if (lane < 0) {
+        log_debug("{}: {} for an unknown cm_id", peer_name_, rdma_event_str(e.type));
+        continue;
+      }
+      if (lane > 0) {
+        on_lane_event(static_cast<size_t>(lane), e, events);
+        continue;
+      }
       switch (e.type) {
         case RDMA_CM_EVENT_ESTABLISHED: established_ = true; break;
         case RDMA_CM_EVENT_DISCONNECTED:
@@ -443,6 +674,27 @@ class RdmaTransport final : public Transport {
         case RDMA_CM_EVENT_TIMEWAIT_EXIT: break;
         default: close_with(events, fmt::format("connection to {}: {}", peer_name_, rdma_event_str(e.type))); break;
       }
+    }
+  }
+
+  /// Events of an extra queue pair: up, or gone — and a session that lost a
+  /// QP cannot finish the READs queued on it, so it ends.
+  void on_lane_event(size_t i, const CmEvent& e, std::vector<TransportEvent>& events) {
+    Lane& L = lanes_[i];
+    switch (e.type) {
+      case RDMA_CM_EVENT_ESTABLISHED:
+        L.up = true;
+        log_debug("{}: queue pair {} of {} is up (initiator depth {})", peer_name_, i + 1, lanes_.size(), L.rd_atomic);
+        break;
+      case RDMA_CM_EVENT_TIMEWAIT_EXIT: break;
+      case RDMA_CM_EVENT_DISCONNECTED:
+        L.disconnected = true;
+        close_with(events, fmt::format("peer {} disconnected (queue pair {})", peer_name_, i + 1));
+        break;
+      default:
+        L.disconnected = true;
+        close_with(events, fmt::format("connection to {}, queue pair {}: {}", peer_name_, i + 1, rdma_event_str(e.type)));
+        break;
     }
   }
 
@@ -463,6 +715,9 @@ class RdmaTransport final : public Transport {
   rdma::Mr ctrl_mr_;
   std::map<uint32_t, rdma::Mr> mrs_;
   std::unique_ptr<rdma::QpGuard> qp_guard_;
+  // Extra queue pairs: each id owns its QP (CmIdDeleter destroys both), and
+  // all die first — QPs before the CQ, MRs and PD, ids before the channel.
+  std::vector<rdma::CmId> extra_ids_;
   Fd ep_;
 
   RdmaOptions opt_;
@@ -474,7 +729,26 @@ class RdmaTransport final : public Transport {
   uint32_t read_wrs_out_ = 0;
   uint32_t sink_lkey_ = 0;
   std::map<uint32_t, uint32_t> lkeys_;
-  std::unordered_map<uint64_t, uint32_t> read_wr_count_;
+  /// One queue pair of the session; lanes_[0] carries control too.
+  struct Lane {
+    rdma_cm_id* id = nullptr;  ///< owned by id_ (lane 0) or extra_ids_
+    uint32_t rd_atomic = 0;    ///< initiator depth agreed for this QP
+    uint32_t wrs_out = 0;      ///< READ WRs posted, not yet completed
+    uint64_t chunks = 0;       ///< chunks read over it (for -v)
+    bool up = false, disconnected = false;
+  };
+  struct ReadInfo {
+    uint32_t lane = 0, wrs = 0;
+  };
+  std::vector<Lane> lanes_;
+  size_t next_lane_ = 0;
+  uint32_t max_qps_ = 1;
+  uint32_t read_budget_ = 0;  ///< READ WRs all QPs may have outstanding: what the shared CQ can take
+  uint64_t total_chunks_ = 0;
+  std::unordered_map<uint64_t, ReadInfo> reads_;
+  std::shared_ptr<JoinRegistry> reg_;
+  std::shared_ptr<JoinPoint> jp_;
+  uint64_t token_ = 0;
   std::vector<uint32_t> free_send_;
   std::deque<std::vector<uint8_t>> out_;
   unsigned unacked_cq_events_ = 0;
@@ -518,12 +792,18 @@ class Listener final : public RdmaListener {
       rdma_reject(id.get(), mine.data(), static_cast<uint8_t>(mine.size()));
       return make_error(ph.error().code, "rdma connection from " + peer + " refused: " + ph.error().context);
     }
+    if (ph->flags & wire::kHelloJoin) {
+      RCP_TRY(accept_join(std::move(id), req, peer));
+      return std::unique_ptr<Transport>();
+    }
     rdma::EventChannel ch(rdma_create_event_channel());
     if (!ch) return sys_error("rdma_create_event_channel");
     // The connection gets its own event channel, so its events reach its session thread.
     if (rdma_migrate_id(id.get(), ch.get()) != 0) return sys_error("rdma_migrate_id");
     auto t = std::make_unique<RdmaTransport>(std::move(ch), std::move(id), opt);
-    Status st = t->setup();
+    // The CQ is sized for what the client announced, and no more may join.
+    const uint32_t qps = std::clamp<uint32_t>(ph->qps, 1, kMaxQps);
+    Status st = t->setup(qps);
     if (!st.ok()) {
       rdma_reject(t->id(), nullptr, 0);
       return st.error();
@@ -537,7 +817,16 @@ class Listener final : public RdmaListener {
     wire::Hello h = t->hello();
     h.rd_init = cp.initiator_depth;  // tell the client what was agreed
     h.rd_resp = cp.responder_resources;
-    auto pd = wire::encode_hello(h);
+    std::vector<uint8_t> pd;
+    if (qps > 1) {
+      // Only this client learns the token (in the accept's private data);
+      // it is registered first so that the client's joins always find it.
+      RCP_ASSIGN(uint64_t token, wire::new_session_token());
+      t->offer_joins(reg_, token, qps, h);
+      pd = wire::encode_hello_token(h, wire::kHelloToken, token);
+    } else {
+      pd = wire::encode_hello(h);
+    }
     cp.private_data = pd.data();
     cp.private_data_len = static_cast<uint8_t>(pd.size());
     t->set_peer(ph.value(), cp.initiator_depth);
@@ -545,9 +834,65 @@ class Listener final : public RdmaListener {
     return std::unique_ptr<Transport>(std::move(t));
   }
 
+  /// A connection request that asks to add a queue pair to a session. Runs
+  /// on the listener's thread: creates the QP on the session's PD and CQ,
+  /// moves the id to the session's event channel and accepts; the session
+  /// adopts it in its next poll. Anything wrong is refused with our hello
+  /// (flag kHelloJoin: "your join was refused"), and only this id is lost.
+  Status accept_join(rdma::CmId id, const CmEvent& req, const std::string& peer) {
+    auto refuse = [&](int code, const std::string& why) -> Status {
+      // A hello the client can decode, its join flag saying "not this join".
+      wire::Hello no;
+      no.ctrl_depth = 2;
+      no.max_sge_rd = 1;
+      no.max_chunk = wire::kMaxChunk;
+      no.flags = wire::kHelloJoin;
+      auto mine = wire::encode_hello(no);
+      rdma_reject(id.get(), mine.data(), static_cast<uint8_t>(mine.size()));
+      return make_error(code, "rdma queue pair join from " + peer + " refused: " + why);
+    };
+    auto token = wire::decode_hello_token(req.private_data);
+    if (!token.ok()) return refuse(EPROTO, token.error().context);
+    std::shared_ptr<JoinPoint> jp;
+    {
+      std::lock_guard lk(reg_->mu);
+      auto it = reg_->by_token.find(token.value());
+      if (it != reg_->by_token.end()) jp = it->second;
+    }
+    if (!jp) return refuse(EPERM, "its session token names no session");
+    std::lock_guard lk(jp->mu);
+    if (!jp->open) return refuse(EPERM, "its session has ended");
+    if (jp->qps >= jp->max_qps)
+      return refuse(EPERM, fmt::format("its session announced {} queue pair(s) and has them all", jp->max_qps));
+    if (id->verbs != jp->ctx) return refuse(EXDEV, "it arrived on another RDMA device than its session (a PD cannot span devices)");
+    if (Status st = create_read_qp(id.get(), jp->pd, jp->cq, jp->sq, jp->sge, jp->caps.name); !st.ok())
+      return refuse(st.error().code, st.error().message());
+    if (rdma_migrate_id(id.get(), jp->ch) != 0) {
+      Error e = sys_error("rdma_migrate_id");
+      return refuse(e.code, e.message());
+    }
+    rdma_conn_param cp{};
+    cp.initiator_depth = std::min(jp->caps.init_rd, req.responder_resources);
+    cp.responder_resources = std::min(jp->caps.resp_rd, req.initiator_depth);
+    cp.retry_count = 7;
+    cp.rnr_retry_count = 7;
+    wire::Hello h = jp->hello;
+    h.rd_init = cp.initiator_depth;
+    h.rd_resp = cp.responder_resources;
+    auto pd = wire::encode_hello(h);
+    cp.private_data = pd.data();
+    cp.private_data_len = static_cast<uint8_t>(pd.size());
+    if (rdma_accept(id.get(), &cp) != 0) return sys_error("rdma_accept (queue pair join) from " + peer);
+    ++jp->qps;
+    jp->fresh.push_back(Joined{std::move(id), cp.initiator_depth});
+    log_debug("{}: queue pair {} of {} accepted into its session", peer, jp->qps, jp->max_qps);
+    return {};
+  }
+
   rdma::EventChannel ch_;
   rdma::CmId id_;
   std::string addr_;
+  std::shared_ptr<JoinRegistry> reg_ = std::make_shared<JoinRegistry>();
 };
 
 }  // namespace
@@ -574,29 +919,6 @@ Result<std::unique_ptr<RdmaListener>> RdmaListener::listen(const std::string& ho
   return std::unique_ptr<RdmaListener>(std::move(l));
 }
 
-namespace {
-
-/// Resolves address and route on a fresh channel and id. Split out so a
-/// timed-out attempt can be thrown away whole: an id still resolving cannot
-/// be asked again.
-Result<std::pair<rdma::EventChannel, rdma::CmId>> resolve_once(sockaddr_storage& dst, int timeout_ms,
-                                                               const std::string& where) {
-  rdma::EventChannel ch(rdma_create_event_channel());
-  if (!ch) return sys_error("rdma_create_event_channel (is an RDMA device present?)");
-  rdma_cm_id* raw = nullptr;
-  if (rdma_create_id(ch.get(), &raw, nullptr, RDMA_PS_TCP) != 0) return sys_error("rdma_create_id");
-  rdma::CmId id(raw);
-  if (rdma_resolve_addr(raw, nullptr, reinterpret_cast<sockaddr*>(&dst), timeout_ms) != 0)
-    return sys_error(where + ": rdma_resolve_addr");
-  // Wait a little longer than rdma_cm's own timeout so its ADDR_ERROR is seen.
-  RCP_TRY(wait_cm_event(ch.get(), RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms + 1000, where + ": resolve address"));
-  if (rdma_resolve_route(raw, timeout_ms) != 0) return sys_error(where + ": rdma_resolve_route");
-  RCP_TRY(wait_cm_event(ch.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, timeout_ms + 1000, where + ": resolve route"));
-  return std::make_pair(std::move(ch), std::move(id));
-}
-
-}  // namespace
-
 Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_t port, const RdmaOptions& opt) {
   RCP_ASSIGN(sockaddr_storage dst, resolve(host, port, false));
   const std::string where = fmt::format("rdma connect to {}", sockaddr_string(reinterpret_cast<sockaddr*>(&dst)));
@@ -617,7 +939,8 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
   rdma::CmId id = std::move(r.value().second);
   rdma_event_channel* chp = ch.get();
   auto t = std::make_unique<RdmaTransport>(std::move(ch), std::move(id), opt);
-  RCP_TRY(t->setup());
+  const uint32_t want = std::clamp<uint32_t>(opt.qps, 1, kMaxQps);
+  RCP_TRY(t->setup(want));
   const DeviceCaps& c = t->caps();
   auto pd = wire::encode_hello(t->hello());
   rdma_conn_param cp{};
@@ -634,6 +957,19 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
   if (!ph.ok()) return make_error(ph.error().code, where + ": " + ph.error().context);
   t->set_peer(ph.value(), std::min<uint32_t>(c.init_rd, ph->rd_resp));
   t->set_established();
+  if (want > 1) {
+    if (!(ph->flags & wire::kHelloToken)) {
+      // An older daemon: it offers no token, so the copy runs on one QP.
+      log_info("{}: the daemon offers no extra queue pairs; using 1", where);
+    } else {
+      RCP_ASSIGN(uint64_t token, wire::decode_hello_token(est.private_data));
+      // Test-only fault switch: quote a token one bit off, so the suite can
+      // prove a real client's wrong join is refused and the daemon goes on.
+      const char* fault = std::getenv("RCP_TEST_FAULT");
+      if (fault && std::strstr(fault, "rdma-bad-join-token")) token ^= 1;
+      for (uint32_t i = 1; i < want; ++i) RCP_TRY(t->join(dst, token, i, want, opt.timeout_ms, where));
+    }
+  }
   return std::unique_ptr<Transport>(std::move(t));
 }
 

@@ -4,6 +4,10 @@
 /// RDMA READ work requests (several SGEs each, only the last signalled),
 /// straight out of the peer's registered pool. Each connection has its own
 /// protection domain, so an rkey never reaches another connection's memory.
+/// A connection may have several queue pairs (rcp --streams): the extra ones
+/// join the session with a random token the daemon gave in its accept, share
+/// its PD (one rkey serves all) and CQ, and carry only READs; control stays
+/// on the first.
 #pragma once
 
 #include <memory>
@@ -18,6 +22,7 @@ struct RdmaOptions {
   uint32_t max_chunk = 0;
   int timeout_ms = 10000;
   uint16_t ctrl_depth = 64;  ///< control receives posted (and credits granted) per side
+  uint32_t qps = 1;          ///< client: queue pairs per connection (1..16); READs are spread over them
 };
 
 /// True if this host has at least one RDMA device (cheap; for --transport auto).

@@ -30,11 +30,11 @@ namespace {
 
 constexpr size_t kFrameHeader = 16;  // kind u8, pad u8, pad u16, len u32, cookie u64
 enum FrameKind : uint8_t { kMsg = 1, kReadReq = 2, kReadResp = 3, kReadErr = 4 };
-/// Hello flags (TCP only): the server's hello is followed by an 8-byte
-/// session token; a client's hello with kJoin is followed by that token and
-/// adds a stream to the session.
-constexpr uint32_t kHelloToken = 1u << 0;
-constexpr uint32_t kHelloJoin = 1u << 1;
+/// Hello flags: the server's hello is followed by an 8-byte session token; a
+/// client's hello with kHelloJoin is followed by that token and adds a stream
+/// to the session (the same bits the RDMA transport uses for extra QPs).
+using wire::kHelloJoin;
+using wire::kHelloToken;
 constexpr size_t kRxBuffer = 256 * 1024;
 constexpr int kMaxIov = 64;
 /// Zero-copy pays for its page pinning and completion notification only on

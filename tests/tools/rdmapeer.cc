@@ -1,0 +1,116 @@
+// rdmapeer: a hostile rdma_cm peer for the integration suite. It asks rcpd to let a queue
+// pair join a session it has no right to — with a random token, a token of 0, a join hello
+// cut short, or random private data — and reports whether the daemon refused. It creates no
+// QP: a join that got through would show up as a connect response instead of a reject.
+//   rdmapeer HOST PORT join-random|join-zero|join-short|garbage SEED
+// Exit status: 0 refused (what the suite expects), 1 accepted, 2 could not even try.
+#include <netdb.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "wire/messages.h"
+
+namespace {
+
+rdma_cm_event_type wait_event(rdma_event_channel* ch, int timeout_ms, std::vector<uint8_t>* pdata = nullptr) {
+  pollfd pfd{ch->fd, POLLIN, 0};
+  if (::poll(&pfd, 1, timeout_ms) <= 0) return RDMA_CM_EVENT_CONNECT_ERROR;
+  rdma_cm_event* ev = nullptr;
+  if (rdma_get_cm_event(ch, &ev) != 0) return RDMA_CM_EVENT_CONNECT_ERROR;
+  rdma_cm_event_type t = ev->event;
+  if (pdata && ev->param.conn.private_data) {
+    auto* p = static_cast<const uint8_t*>(ev->param.conn.private_data);
+    pdata->assign(p, p + ev->param.conn.private_data_len);
+  }
+  rdma_ack_cm_event(ev);
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: rdmapeer HOST PORT join-random|join-zero|join-short|garbage SEED\n");
+    return 2;
+  }
+  const std::string mode = argv[3];
+  std::mt19937_64 rng(argc > 4 ? std::strtoull(argv[4], nullptr, 10) : std::random_device{}());
+  rcp::wire::Hello h;
+  h.ctrl_depth = 64;
+  h.rd_init = 16;
+  h.rd_resp = 16;
+  h.max_sge_rd = 16;
+  h.checksums = 2;
+  h.max_chunk = 1u << 20;
+  h.qps = 2;
+  std::vector<uint8_t> pd;
+  if (mode == "join-random") {
+    pd = rcp::wire::encode_hello_token(h, rcp::wire::kHelloJoin, rng() | 1);
+  } else if (mode == "join-zero") {
+    pd = rcp::wire::encode_hello_token(h, rcp::wire::kHelloJoin, 0);
+  } else if (mode == "join-short") {
+    h.flags = rcp::wire::kHelloJoin;  // the token the flag promises is missing (the CM pads with zeros)
+    pd = rcp::wire::encode_hello(h);
+  } else if (mode == "garbage") {
+    pd.resize(56);
+    for (auto& b : pd) b = static_cast<uint8_t>(rng());
+  } else {
+    std::fprintf(stderr, "rdmapeer: unknown mode %s\n", mode.c_str());
+    return 2;
+  }
+
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(argv[1], argv[2], &hints, &res) != 0) {
+    std::fprintf(stderr, "rdmapeer: cannot resolve %s\n", argv[1]);
+    return 2;
+  }
+  rdma_event_channel* ch = rdma_create_event_channel();
+  rdma_cm_id* id = nullptr;
+  if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP) != 0) {
+    std::perror("rdmapeer: rdma_create_id");
+    return 2;
+  }
+  int rc = 2;
+  if (rdma_resolve_addr(id, nullptr, res->ai_addr, 5000) == 0 && wait_event(ch, 7000) == RDMA_CM_EVENT_ADDR_RESOLVED &&
+      rdma_resolve_route(id, 5000) == 0 && wait_event(ch, 7000) == RDMA_CM_EVENT_ROUTE_RESOLVED) {
+    rdma_conn_param cp{};
+    cp.initiator_depth = 1;
+    cp.responder_resources = 1;
+    cp.retry_count = 7;
+    cp.rnr_retry_count = 7;
+    cp.qp_num = static_cast<uint32_t>(rng() & 0xffffff);  // no QP behind it
+    cp.private_data = pd.data();
+    cp.private_data_len = static_cast<uint8_t>(pd.size());
+    if (rdma_connect(id, &cp) == 0) {
+      std::vector<uint8_t> reply;
+      rdma_cm_event_type t = wait_event(ch, 10000, &reply);
+      if (t == RDMA_CM_EVENT_REJECTED) {
+        auto hr = rcp::wire::decode_hello(reply);
+        std::printf("rdmapeer %s: refused%s\n", mode.c_str(),
+                    hr.ok() && (hr->flags & rcp::wire::kHelloJoin) ? " (rcpd: join refused)" : hr.ok() ? " (rcpd)" : "");
+        rc = 0;
+      } else {
+        std::printf("rdmapeer %s: NOT refused: %s\n", mode.c_str(), rdma_event_str(t));
+        if (t == RDMA_CM_EVENT_CONNECT_RESPONSE || t == RDMA_CM_EVENT_ESTABLISHED) rdma_disconnect(id);
+        rc = 1;
+      }
+    } else {
+      std::perror("rdmapeer: rdma_connect");
+    }
+  } else {
+    std::fprintf(stderr, "rdmapeer: could not resolve a route to %s\n", argv[1]);
+  }
+  freeaddrinfo(res);
+  rdma_destroy_id(id);
+  rdma_destroy_event_channel(ch);
+  return rc;
+}
