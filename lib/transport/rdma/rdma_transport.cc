@@ -494,16 +494,7 @@ class RdmaTransport final : public Transport {
         unacked_cq_events_ = 0;
       }
     }
-    ibv_wc wc[32];
-    for (;;) {
-      int n = ibv_poll_cq(cq_.get(), 32, wc);
-      if (n < 0) {
-        close_with(events, "ibv_poll_cq failed");
-        return {};
-      }
-      for (int i = 0; i < n; ++i) handle_wc(wc[i], events);
-      if (n < 32) break;
-    }
+    if (!drain_cq(events)) return {};
     // Connection events after completions: a message that arrived before
     // the peer hung up (say, its error report) is delivered before the close.
     poll_cm(events);
@@ -515,6 +506,20 @@ class RdmaTransport final : public Transport {
   }
 
  private:
+  /// Handles every completion available now; false if the CQ failed.
+  bool drain_cq(std::vector<TransportEvent>& events) {
+    ibv_wc wc[32];
+    for (;;) {
+      int n = ibv_poll_cq(cq_.get(), 32, wc);
+      if (n < 0) {
+        close_with(events, "ibv_poll_cq failed");
+        return false;
+      }
+      for (int i = 0; i < n; ++i) handle_wc(wc[i], events);
+      if (n < 32) return true;
+    }
+  }
+
   bool usable(size_t i) const {
     if (i == 0) return established_ && !disconnected_;
     return lanes_[i].up && !lanes_[i].disconnected;
@@ -657,6 +662,11 @@ class RdmaTransport final : public Transport {
         log_debug("{}: {} for an unknown cm_id", peer_name_, rdma_event_str(e.type));
         continue;
       }
+      // The peer sends its last message, waits until it is acknowledged,
+      // then disconnects; the receive completion can still land after this
+      // poll's pass over the CQ and before the disconnect is read here.
+      // Take it first, or the close would overtake the peer's last word.
+      if (e.type == RDMA_CM_EVENT_DISCONNECTED && !drain_cq(events)) continue;
       if (lane > 0) {
         on_lane_event(static_cast<size_t>(lane), e, events);
         continue;
@@ -689,7 +699,13 @@ class RdmaTransport final : public Transport {
       case RDMA_CM_EVENT_TIMEWAIT_EXIT: break;
       case RDMA_CM_EVENT_DISCONNECTED:
         L.disconnected = true;
-        close_with(events, fmt::format("peer {} disconnected (queue pair {})", peer_name_, i + 1));
+        // At the end of a session the peer takes down all its QPs, in any
+        // order. An extra QP with no READ on it is simply no longer used
+        // (usable() skips it); the session ends when QP 0, the control
+        // channel, does — or now, if READs were left on this one.
+        if (L.wrs_out > 0)
+          close_with(events, fmt::format("peer {} disconnected (queue pair {}, {} READs outstanding)", peer_name_,
+                                         i + 1, L.wrs_out));
         break;
       default:
         L.disconnected = true;
