@@ -286,7 +286,10 @@ if [ "$transport" = rdma ]; then
   check "  ... byte-exact" cmp -s "$src/size1M+1" "$exp/qp1"
   # while a slowed push runs, the kernel shows 3 QPs on each side
   if command -v rdma >/dev/null; then
-    RCP_TEST_FAULT=source-delay-ms=40 "$RCP" --transport rdma -P "$rport" --streams 3 \
+    # 150 ms per chunk: the copy lasts >= 7 s, so it is still running when the
+    # stranger's joins are done even under ASan in the TCG guest (with 40 ms it
+    # once ended first, and the daemon then rightly held 0 QPs)
+    RCP_TEST_FAULT=source-delay-ms=150 "$RCP" --transport rdma -P "$rport" --streams 3 \
         "$src/size48M" "$addr:data/qp3slow" 2> "$work/err" &
     cpid=$!
     dq=0 cq=0
@@ -304,7 +307,8 @@ if [ "$transport" = rdma ]; then
       timeout 30 "$rdmapeer" "$addr" "$rport" join-random 7 > "$work/raw" 2>&1
       check "  ... a stranger's join during the copy is refused" test $? = 0
       dq=$(rdma resource show qp 2>/dev/null | grep -c "pid $dpid " || true)
-      check "  ... and the daemon still holds 3 QPs (has $dq)" test "$dq" = 3
+      running=$(kill -0 $cpid 2>/dev/null && echo yes || echo "no: the copy ended before this check")
+      check "  ... and the daemon still holds 3 QPs (has $dq; copy running: $running)" test "$dq" = 3 -a "$running" = yes
     fi
     wait $cpid
     check "  ... and the slowed copy arrives byte-exact" cmp -s "$src/size48M" "$exp/qp3slow"
