@@ -6,17 +6,8 @@
 set -u
 bin=${1:?usage: rdma_pair.sh BUILD_DIR [SIZE_MIB] [REPEATS]}
 mib=${2:-48} reps=${3:-1}
-srv=${RXE_ADDR_B:-$(ip -4 -o addr show | awk '$2 != "lo" {sub("/.*","",$4); print $4; exit}')}
-dev_srv=${RXE_DEV_B:-$(ls /sys/class/infiniband | head -n1)}
-dev_cli=${RXE_DEV_A:-$dev_srv}
-w=$(mktemp -d /tmp/rcp-bench.XXXXXX)
-mkdir -p "$w/export" "$w/back"
-head -c $((mib << 20)) /dev/urandom > "$w/export/f.bin"
-cp "$w/export/f.bin" "$w/src.bin"
-"$bin/rcpd/rcpd" --listen "$srv:7481" --tcp-port 7482 --transport rdma --export b="$w/export" 2> "$w/rcpd.log" &
-dp=$!
-for _ in $(seq 200); do grep -q ready "$w/rcpd.log" && break; sleep 0.05; done
-mbps() { grep -o '[0-9.]* MB/s' "$1" | tail -n1 | cut -d' ' -f1; }
+. "$(dirname "$0")/rdma_common.sh"
+rdma_bench_setup 7481
 pulls=() pushes=() refs=()
 for i in $(seq "$reps"); do
   rm -f "$w/back/f.bin"

@@ -8,17 +8,8 @@ bin=${1:?usage: rdma_qps.sh BUILD_DIR [SIZE_MIB] [REPEATS] [N...]}
 mib=${2:-48} reps=${3:-3}
 shift $(( $# < 3 ? $# : 3 ))
 ns=("$@"); [ ${#ns[@]} -gt 0 ] || ns=(1 2 4)
-srv=${RXE_ADDR_B:-$(ip -4 -o addr show | awk '$2 != "lo" {sub("/.*","",$4); print $4; exit}')}
-dev_srv=${RXE_DEV_B:-$(ls /sys/class/infiniband | head -n1)}
-dev_cli=${RXE_DEV_A:-$dev_srv}
-w=$(mktemp -d /tmp/rcp-qps.XXXXXX)
-mkdir -p "$w/export" "$w/back"
-head -c $((mib << 20)) /dev/urandom > "$w/export/f.bin"
-cp "$w/export/f.bin" "$w/src.bin"
-"$bin/rcpd/rcpd" --listen "$srv:7483" --tcp-port 7484 --transport rdma --export b="$w/export" 2> "$w/rcpd.log" &
-dp=$!
-for _ in $(seq 200); do grep -q ready "$w/rcpd.log" && break; sleep 0.05; done
-mbps() { grep -o '[0-9.]* MB/s' "$1" | tail -n1 | cut -d' ' -f1; }
+. "$(dirname "$0")/rdma_common.sh"
+rdma_bench_setup 7483
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 declare -A pulls pushes refs
 # Rounds interleave the QP counts, so load from anything else on the host hits all of them alike.

@@ -192,15 +192,22 @@ esc "unknown module refused" "unknown module" "$addr:nosuch/x" "$out/esc5"
 check "nothing was written outside the export" test ! -e "$outside/evil"
 check "nothing was read from outside the export" test ! -e "$out/esc1" -a ! -e "$out/esc3" -a ! -e "$out/esc4"
 
+# kill_mid_push NAME [RCP OPTION...]: starts a slowed push of size48M to data/NAME, checks it
+# reached mid-copy (its temp file exists), SIGKILLs the client, waits for the temp file to go
+kill_mid_push() {
+  local name=$1; shift
+  RCP_TEST_FAULT=source-delay-ms=40 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" "$@" \
+      "$src/size48M" "$addr:data/$name" 2>/dev/null &
+  local cpid=$!
+  for _ in $(seq 100); do [ -n "$(find "$exp" -name ".$name.rcp-*")" ] && break; sleep 0.05; done
+  check "killed push ($name) reached mid-copy (temp file exists)" test -n "$(find "$exp" -name ".$name.rcp-*")"
+  sleep 0.3
+  kill -9 $cpid; wait $cpid 2>/dev/null
+  for _ in $(seq 100); do no_temps "$exp" && break; sleep 0.1; done
+}
+
 # --- a client killed mid-push: no file at the target, temp file removed, daemon serves the next client
-RCP_TEST_FAULT=source-delay-ms=40 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" \
-    "$src/size48M" "$addr:data/killed" 2>/dev/null &
-cpid=$!
-for _ in $(seq 100); do [ -n "$(find "$exp" -name '.killed.rcp-*')" ] && break; sleep 0.05; done
-check "killed-push test reached mid-copy (temp file exists)" test -n "$(find "$exp" -name '.killed.rcp-*')"
-sleep 0.3
-kill -9 $cpid; wait $cpid 2>/dev/null
-for _ in $(seq 100); do no_temps "$exp" && break; sleep 0.1; done
+kill_mid_push killed
 check "killed client: nothing at the target name" test ! -e "$exp/killed"
 check "killed client: the daemon removed its temp file" no_temps "$exp"
 rcp "$src/size1M+1" "$addr:data/after-kill"
@@ -314,14 +321,7 @@ if [ "$transport" = rdma ]; then
     check "  ... and the slowed copy arrives byte-exact" cmp -s "$src/size48M" "$exp/qp3slow"
   fi
   # a client killed mid-push with 3 QPs: no file at the target, temp file removed, daemon goes on
-  RCP_TEST_FAULT=source-delay-ms=40 "$RCP" --transport rdma -P "$rport" --streams 3 \
-      "$src/size48M" "$addr:data/killed3" 2>/dev/null &
-  cpid=$!
-  for _ in $(seq 100); do [ -n "$(find "$exp" -name '.killed3.rcp-*')" ] && break; sleep 0.05; done
-  check "killed 3-QP push reached mid-copy (temp file exists)" test -n "$(find "$exp" -name '.killed3.rcp-*')"
-  sleep 0.3
-  kill -9 $cpid; wait $cpid 2>/dev/null
-  for _ in $(seq 100); do no_temps "$exp" && break; sleep 0.1; done
+  kill_mid_push killed3 --streams 3
   check "killed 3-QP client: nothing at the target name, temp file removed" test ! -e "$exp/killed3" -a -z "$(find "$exp" -name '.killed3.rcp-*')"
   # hostile joins: tokens that name no session, a token of 0, a join without its token, garbage
   rdmapeer=$(cd "$bin/.." && pwd)/tests/rdmapeer
