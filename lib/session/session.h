@@ -14,6 +14,7 @@
 
 #include "fs/path.h"
 #include "hash/digest.h"
+#include "session/plan.h"
 #include "transport/transport.h"
 #include "util/fd.h"
 #include "util/result.h"

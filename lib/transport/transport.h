@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "session/plan.h"
+#include "transport/types.h"
 #include "util/result.h"
 #include "wire/messages.h"
 
