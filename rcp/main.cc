@@ -107,7 +107,6 @@ SessionOptions session_options(const Options& o, Checksum algo) {
   s.fsync = o.fsync;
   s.hash_threads = o.hash_threads;
   s.cancel = &g_cancel;
-  s.faults = Faults::from_env();
   return s;
 }
 

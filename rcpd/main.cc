@@ -60,7 +60,6 @@ SessionOptions session_options(const Daemon& d, Checksum algo, bool fsync) {
   s.fsync = fsync;
   s.hash_threads = d.hash_threads;
   s.cancel = &g_stop;
-  s.faults = Faults::from_env();
   return s;
 }
 

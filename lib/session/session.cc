@@ -1,5 +1,7 @@
 #include "session/session.h"
 
+#include "util/test_faults.h"
+
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
@@ -26,29 +28,6 @@
 namespace rcp {
 
 using wire::Message;
-
-Faults Faults::from_env() {
-  Faults f;
-  const char* env = std::getenv("RCP_TEST_FAULT");
-  if (!env) return f;
-  std::string s = env;
-  size_t i = 0;
-  while (i < s.size()) {
-    size_t j = s.find(',', i);
-    if (j == std::string::npos) j = s.size();
-    std::string item = s.substr(i, j - i);
-    size_t eq = item.find('=');
-    if (eq != std::string::npos) {
-      std::string k = item.substr(0, eq);
-      long long v = std::atoll(item.c_str() + eq + 1);
-      if (k == "source-corrupt") f.source_corrupt = v;
-      if (k == "sink-corrupt-once") f.sink_corrupt_once = v;
-      if (k == "source-delay-ms") f.source_delay_ms = static_cast<int>(v);
-    }
-    i = j + 1;
-  }
-  return f;
-}
 
 Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::string shown, bool beneath) {
   SourceFile f;
@@ -370,8 +349,8 @@ class Source {
     c.addr = reinterpret_cast<uint64_t>(p);
     c.rkey = pool_.key();
     c.digest = digest;
-    if (chunk_seq_++ == opt_.faults.source_corrupt) p[s.length / 2] ^= 0x5a;
-    if (opt_.faults.source_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(opt_.faults.source_delay_ms));
+    if (chunk_seq_++ == test_faults().source_corrupt) p[s.length / 2] ^= 0x5a;
+    if (test_faults().source_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(test_faults().source_delay_ms));
     f.ledger.add_digest(s.offset, s.length, c.digest);
     --f.reads_out;
     RCP_TRY(ch_.send(c));
@@ -725,7 +704,7 @@ class Sink {
     if (e.status != 0)
       return make_error(e.status, fmt::format("pulling '{}' at offset {} from {}: {}", f.shown, p.c.offset, t_.peer(), e.detail));
     if (opt_.checksum == Checksum::none) return on_hashed(e.cookie, p.c.digest);
-    if (read_seq_++ == opt_.faults.sink_corrupt_once && p.attempts == 1) pool_.at(p.blocks.front())[0] ^= 0x5a;
+    if (read_seq_++ == test_faults().sink_corrupt_once && p.attempts == 1) pool_.at(p.blocks.front())[0] ^= 0x5a;
     HashPool::Job job{e.cookie, {}};
     uint32_t left = p.c.length;
     for (uint32_t b : p.blocks) {

@@ -22,17 +22,6 @@
 
 namespace rcp {
 
-/// Test-only fault switches, read from RCP_TEST_FAULT
-/// ("source-corrupt=N", "sink-corrupt-once=N", "source-delay-ms=M", comma separated).
-/// They exist so the integration suite can prove that corruption is caught
-/// and that a killed peer costs nothing; they are inert unless set.
-struct Faults {
-  int64_t source_corrupt = -1;     ///< flip a byte of the N-th chunk after hashing (every fetch sees it)
-  int64_t sink_corrupt_once = -1;  ///< flip a byte of the N-th chunk read, first attempt only
-  int source_delay_ms = 0;         ///< pause before announcing each chunk
-  static Faults from_env();
-};
-
 struct SessionOptions {
   Checksum checksum = Checksum::xxh128;
   uint32_t chunk_size = 1u << 20;  ///< source: bytes per chunk (and per slot)
@@ -46,7 +35,6 @@ struct SessionOptions {
   unsigned hash_threads = 1;
   int idle_timeout_ms = 30000;
   const std::atomic<bool>* cancel = nullptr;  ///< set by a signal handler to abort
-  Faults faults;
 };
 
 /// One file the source will send, already opened.

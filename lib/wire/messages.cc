@@ -1,5 +1,7 @@
 #include "wire/messages.h"
 
+#include "util/test_faults.h"
+
 #include <fmt/core.h>
 #include <sys/random.h>
 
@@ -41,9 +43,8 @@ Error proto(std::string what) { return make_error(EPROTO, std::move(what)); }
 
 uint16_t protocol_version() {
   static const uint16_t v = [] {
-    const char* env = std::getenv("RCP_TEST_FAULT");
-    const char* key = env ? std::strstr(env, "protocol-version=") : nullptr;
-    return key ? static_cast<uint16_t>(std::atoi(key + 17)) : kVersion;
+    const int forced = test_faults().protocol_version;
+    return forced >= 0 ? static_cast<uint16_t>(forced) : kVersion;
   }();
   return v;
 }

@@ -19,6 +19,7 @@
 #include "transport/rdma/handles.h"
 #include "util/fd.h"
 #include "util/log.h"
+#include "util/test_faults.h"
 
 namespace rcp {
 namespace {
@@ -786,7 +787,7 @@ Result<sockaddr_storage> resolve(const std::string& host, uint16_t port, bool pa
   return ss;
 }
 
-class Listener final : public RdmaListener {
+class CmListener final : public RdmaListener {
  public:
   int fd() const override { return ch_->fd; }
   std::string address() const override { return addr_; }
@@ -921,7 +922,7 @@ bool rdma_devices_present() {
 }
 
 Result<std::unique_ptr<RdmaListener>> RdmaListener::listen(const std::string& host, uint16_t port) {
-  auto l = std::make_unique<Listener>();
+  auto l = std::make_unique<CmListener>();
   l->ch_.reset(rdma_create_event_channel());
   if (!l->ch_) return sys_error("rdma_create_event_channel (is an RDMA device present?)");
   rdma_cm_id* raw = nullptr;
@@ -981,12 +982,50 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
       RCP_ASSIGN(uint64_t token, wire::decode_hello_token(est.private_data));
       // Test-only fault switch: quote a token one bit off, so the suite can
       // prove a real client's wrong join is refused and the daemon goes on.
-      const char* fault = std::getenv("RCP_TEST_FAULT");
-      if (fault && std::strstr(fault, "rdma-bad-join-token")) token ^= 1;
+      if (test_faults().rdma_bad_join_token) token ^= 1;
       for (uint32_t i = 1; i < want; ++i) RCP_TRY(t->join(dst, token, i, want, opt.timeout_ms, where));
     }
   }
   return std::unique_ptr<Transport>(std::move(t));
+}
+
+namespace {
+
+/// rdma_cm finishes establishment in the listener, so an RDMA connection
+/// arrives already made.
+class ReadyIncoming final : public Incoming {
+ public:
+  explicit ReadyIncoming(std::unique_ptr<Transport> t) : peer_(t->peer()), t_(std::move(t)) {}
+  std::string peer() const override { return peer_; }
+  Result<std::unique_ptr<Transport>> finish() override { return std::move(t_); }
+
+ private:
+  std::string peer_;
+  std::unique_ptr<Transport> t_;
+};
+
+class RdmaCmListener final : public Listener {
+ public:
+  RdmaCmListener(std::unique_ptr<RdmaListener> l, RdmaOptions opt) : l_(std::move(l)), opt_(opt) {}
+  const char* kind() const override { return "rdma"; }
+  std::string address() const override { return "rdma " + l_->address(); }
+  int fd() const override { return l_->fd(); }
+  Result<std::unique_ptr<Incoming>> accept() override {
+    RCP_ASSIGN(auto t, l_->accept_next(opt_));
+    if (!t) return std::unique_ptr<Incoming>();
+    return std::unique_ptr<Incoming>(std::make_unique<ReadyIncoming>(std::move(t)));
+  }
+
+ private:
+  std::unique_ptr<RdmaListener> l_;
+  RdmaOptions opt_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Listener>> rdma_listen(const std::string& host, uint16_t port, const RdmaOptions& opt) {
+  RCP_ASSIGN(auto l, RdmaListener::listen(host, port));
+  return std::unique_ptr<Listener>(std::make_unique<RdmaCmListener>(std::move(l), opt));
 }
 
 }  // namespace rcp

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "transport/listener.h"
 #include "transport/transport.h"
 #include "util/result.h"
 
@@ -43,5 +44,8 @@ class RdmaListener {
   virtual Result<std::unique_ptr<Transport>> accept_next(const RdmaOptions& opt) = 0;
   virtual std::string address() const = 0;
 };
+
+/// The daemon's rdma_cm listener behind the transport-neutral interface.
+Result<std::unique_ptr<Listener>> rdma_listen(const std::string& host, uint16_t port, const RdmaOptions& opt);
 
 }  // namespace rcp

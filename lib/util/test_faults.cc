@@ -1,0 +1,36 @@
+#include "util/test_faults.h"
+
+#include <cstdlib>
+#include <string>
+
+namespace rcp {
+
+TestFaults parse_test_faults(std::string_view spec) {
+  TestFaults f;
+  size_t i = 0;
+  while (i < spec.size()) {
+    size_t j = spec.find(',', i);
+    if (j == std::string_view::npos) j = spec.size();
+    std::string item(spec.substr(i, j - i));
+    size_t eq = item.find('=');
+    std::string k = item.substr(0, eq);
+    long long v = eq == std::string::npos ? 0 : std::atoll(item.c_str() + eq + 1);
+    if (k == "source-corrupt") f.source_corrupt = v;
+    if (k == "sink-corrupt-once") f.sink_corrupt_once = v;
+    if (k == "source-delay-ms") f.source_delay_ms = static_cast<int>(v);
+    if (k == "protocol-version") f.protocol_version = static_cast<int>(v);
+    if (k == "rdma-bad-join-token") f.rdma_bad_join_token = true;
+    i = j + 1;
+  }
+  return f;
+}
+
+const TestFaults& test_faults() {
+  static const TestFaults f = [] {
+    const char* env = std::getenv("RCP_TEST_FAULT");
+    return env ? parse_test_faults(env) : TestFaults{};
+  }();
+  return f;
+}
+
+}  // namespace rcp

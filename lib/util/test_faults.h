@@ -1,0 +1,27 @@
+/// Test-only fault switches, read from the environment variable
+/// RCP_TEST_FAULT ("source-corrupt=N,sink-corrupt-once=N,...", comma
+/// separated) in this one place and nowhere else. They exist so the suites
+/// can prove that corruption is caught, that a version mismatch and a wrong
+/// join token are refused, and that a killed peer costs nothing. Compiled in
+/// and inert unless the variable is set; production options never carry them.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace rcp {
+
+struct TestFaults {
+  int64_t source_corrupt = -1;     ///< flip a byte of the N-th chunk after hashing (every fetch sees it)
+  int64_t sink_corrupt_once = -1;  ///< flip a byte of the N-th chunk read, first attempt only
+  int source_delay_ms = 0;         ///< pause before announcing each chunk
+  int protocol_version = -1;       ///< speak this protocol version instead of ours
+  bool rdma_bad_join_token = false;  ///< quote a join token one bit off
+};
+
+/// Parses a fault string (pure; for tests). Unknown keys are ignored.
+TestFaults parse_test_faults(std::string_view spec);
+/// The process's faults: RCP_TEST_FAULT parsed once, on first use.
+const TestFaults& test_faults();
+
+}  // namespace rcp
