@@ -8,15 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "util/overloaded.h"
 #include "wire/codec.h"
 
 namespace rcp::wire {
 namespace {
-
-template <class... Ts>
-struct overloaded : Ts... {
-  using Ts::operator()...;
-};
 
 /// Writes a digest; false (nothing trustworthy written) if its length is impossible.
 bool put_digest(Writer& w, const Digest& d) {
@@ -50,35 +46,24 @@ uint16_t protocol_version() {
 }
 
 MsgType type_of(const Message& m) {
-  return std::visit(overloaded{
-                        [](const Open&) { return MsgType::open; },
-                        [](const OpenOk&) { return MsgType::open_ok; },
-                        [](const FileBegin&) { return MsgType::file_begin; },
-                        [](const ChunkReady&) { return MsgType::chunk_ready; },
-                        [](const ChunkDone&) { return MsgType::chunk_done; },
-                        [](const FileEnd&) { return MsgType::file_end; },
-                        [](const FileResult&) { return MsgType::file_result; },
-                        [](const Finish&) { return MsgType::finish; },
-                        [](const Done&) { return MsgType::done; },
-                        [](const ErrorMsg&) { return MsgType::error; },
-                    },
-                    m);
+  return std::visit([](const auto& msg) { return MsgTraits<std::decay_t<decltype(msg)>>::type; }, m);
 }
 
+namespace {
+
+template <size_t... I>
+constexpr std::array<const char*, kMessageTypes> make_names(std::index_sequence<I...>) {
+  return {MsgTraits<std::variant_alternative_t<I, Message>>::name...};
+}
+/// Names by variant index (= MsgType - 1, asserted in messages.h).
+constexpr auto kNames = make_names(std::make_index_sequence<kMessageTypes>{});
+static_assert(kNames.size() == std::variant_size_v<Message>, "one name per message");
+
+}  // namespace
+
 const char* type_name(MsgType t) {
-  switch (t) {
-    case MsgType::open: return "OPEN";
-    case MsgType::open_ok: return "OPEN_OK";
-    case MsgType::file_begin: return "FILE_BEGIN";
-    case MsgType::chunk_ready: return "CHUNK_READY";
-    case MsgType::chunk_done: return "CHUNK_DONE";
-    case MsgType::file_end: return "FILE_END";
-    case MsgType::file_result: return "FILE_RESULT";
-    case MsgType::finish: return "FINISH";
-    case MsgType::done: return "DONE";
-    case MsgType::error: return "ERROR";
-  }
-  return "UNKNOWN";
+  const auto i = static_cast<size_t>(t);
+  return i >= 1 && i <= kNames.size() ? kNames[i - 1] : "UNKNOWN";
 }
 
 Status encode(const Message& m, std::vector<uint8_t>& out) {
@@ -167,97 +152,111 @@ Result<uint32_t> peek_length(std::span<const uint8_t> header) {
   return len;
 }
 
+namespace {
+
+// One read_body per message: reads its payload, then checks what the reader
+// alone cannot (a Status error is returned as is). There is deliberately no
+// generic overload: a message without one does not compile (see decode_as).
+
+Status read_body(Reader& r, Open& o) {
+  o.op = static_cast<Op>(r.u8());
+  o.checksum = static_cast<Checksum>(r.u8());
+  o.flags = r.u16();
+  o.path = r.str(kMaxPath);
+  if (r.ok() && o.op != Op::put && o.op != Op::get) return proto("OPEN with unknown operation");
+  if (r.ok() && static_cast<uint8_t>(o.checksum) > 2) return proto("OPEN with unknown checksum");
+  return {};
+}
+
+Status read_body(Reader& r, OpenOk& o) {
+  o.dest_is_dir = r.u8();
+  return {};
+}
+
+Status read_body(Reader& r, FileBegin& f) {
+  f.file_id = r.u32();
+  f.size = r.u64();
+  f.mode = r.u32();
+  f.name = r.str(kMaxPath);
+  return {};
+}
+
+Status read_body(Reader& r, ChunkReady& c) {
+  c.file_id = r.u32();
+  c.slot = r.u32();
+  c.offset = r.u64();
+  c.length = r.u32();
+  c.addr = r.u64();
+  c.rkey = r.u32();
+  c.digest = get_digest(r);
+  if (r.ok() && (c.length == 0 || c.length > kMaxChunk)) return proto(fmt::format("CHUNK_READY length {} out of range", c.length));
+  if (r.ok() && c.offset + c.length < c.offset) return proto("CHUNK_READY offset overflows");
+  return {};
+}
+
+Status read_body(Reader& r, ChunkDone& c) {
+  const uint16_t n = r.u16();
+  if (n > kMaxDoneBatch) return proto(fmt::format("CHUNK_DONE with {} slots (limit {})", n, kMaxDoneBatch));
+  if (r.remaining() < size_t{n} * 4) return proto("truncated CHUNK_DONE");
+  c.slots.reserve(n);
+  for (uint16_t i = 0; i < n; ++i) c.slots.push_back(r.u32());
+  return {};
+}
+
+Status read_body(Reader& r, FileEnd& f) {
+  f.file_id = r.u32();
+  f.size = r.u64();
+  f.digest = get_digest(r);
+  return {};
+}
+
+Status read_body(Reader& r, FileResult& f) {
+  f.file_id = r.u32();
+  f.err = static_cast<int32_t>(r.u32());
+  f.message = r.str(kMaxText);
+  return {};
+}
+
+Status read_body(Reader&, Finish&) { return {}; }
+
+Status read_body(Reader& r, Done& d) {
+  d.files_ok = r.u32();
+  d.files_failed = r.u32();
+  return {};
+}
+
+Status read_body(Reader& r, ErrorMsg& e) {
+  e.err = static_cast<int32_t>(r.u32());
+  e.message = r.str(kMaxText);
+  return {};
+}
+
+template <class M>
+Result<Message> decode_as(Reader& r) {
+  M m;
+  RCP_TRY(read_body(r, m));
+  return Message(std::move(m));
+}
+
+using BodyDecoder = Result<Message> (*)(Reader&);
+template <size_t... I>
+constexpr std::array<BodyDecoder, kMessageTypes> make_decoders(std::index_sequence<I...>) {
+  return {&decode_as<std::variant_alternative_t<I, Message>>...};
+}
+/// Decoders by variant index (= MsgType - 1, asserted in messages.h).
+constexpr auto kDecoders = make_decoders(std::make_index_sequence<kMessageTypes>{});
+
+}  // namespace
+
 Result<Message> decode(std::span<const uint8_t> buf) {
   RCP_ASSIGN(uint32_t len, peek_length(buf));
   if (buf.size() != kHeaderSize + len)
     return proto(fmt::format("message length {} does not match {} bytes received", len, buf.size() - kHeaderSize));
-  const auto type = static_cast<MsgType>((buf[6] << 8) | buf[7]);
+  const uint16_t wire_type = static_cast<uint16_t>((buf[6] << 8) | buf[7]);
+  if (wire_type == 0 || wire_type > kDecoders.size()) return proto(fmt::format("unknown message type {}", wire_type));
+  const auto type = static_cast<MsgType>(wire_type);
   Reader r(buf.subspan(kHeaderSize));
-  Message m;
-  switch (type) {
-    case MsgType::open: {
-      Open o;
-      o.op = static_cast<Op>(r.u8());
-      o.checksum = static_cast<Checksum>(r.u8());
-      o.flags = r.u16();
-      o.path = r.str(kMaxPath);
-      if (r.ok() && o.op != Op::put && o.op != Op::get) return proto("OPEN with unknown operation");
-      if (r.ok() && static_cast<uint8_t>(o.checksum) > 2) return proto("OPEN with unknown checksum");
-      m = std::move(o);
-      break;
-    }
-    case MsgType::open_ok: {
-      OpenOk o;
-      o.dest_is_dir = r.u8();
-      m = o;
-      break;
-    }
-    case MsgType::file_begin: {
-      FileBegin f;
-      f.file_id = r.u32();
-      f.size = r.u64();
-      f.mode = r.u32();
-      f.name = r.str(kMaxPath);
-      m = std::move(f);
-      break;
-    }
-    case MsgType::chunk_ready: {
-      ChunkReady c;
-      c.file_id = r.u32();
-      c.slot = r.u32();
-      c.offset = r.u64();
-      c.length = r.u32();
-      c.addr = r.u64();
-      c.rkey = r.u32();
-      c.digest = get_digest(r);
-      if (r.ok() && (c.length == 0 || c.length > kMaxChunk)) return proto(fmt::format("CHUNK_READY length {} out of range", c.length));
-      if (r.ok() && c.offset + c.length < c.offset) return proto("CHUNK_READY offset overflows");
-      m = std::move(c);
-      break;
-    }
-    case MsgType::chunk_done: {
-      ChunkDone c;
-      const uint16_t n = r.u16();
-      if (n > kMaxDoneBatch) return proto(fmt::format("CHUNK_DONE with {} slots (limit {})", n, kMaxDoneBatch));
-      if (r.remaining() < size_t{n} * 4) return proto("truncated CHUNK_DONE");
-      c.slots.reserve(n);
-      for (uint16_t i = 0; i < n; ++i) c.slots.push_back(r.u32());
-      m = std::move(c);
-      break;
-    }
-    case MsgType::file_end: {
-      FileEnd f;
-      f.file_id = r.u32();
-      f.size = r.u64();
-      f.digest = get_digest(r);
-      m = std::move(f);
-      break;
-    }
-    case MsgType::file_result: {
-      FileResult f;
-      f.file_id = r.u32();
-      f.err = static_cast<int32_t>(r.u32());
-      f.message = r.str(kMaxText);
-      m = std::move(f);
-      break;
-    }
-    case MsgType::finish: m = Finish{}; break;
-    case MsgType::done: {
-      Done d;
-      d.files_ok = r.u32();
-      d.files_failed = r.u32();
-      m = d;
-      break;
-    }
-    case MsgType::error: {
-      ErrorMsg e;
-      e.err = static_cast<int32_t>(r.u32());
-      e.message = r.str(kMaxText);
-      m = std::move(e);
-      break;
-    }
-    default: return proto(fmt::format("unknown message type {}", static_cast<unsigned>(type)));
-  }
+  RCP_ASSIGN(Message m, kDecoders[wire_type - 1](r));
   if (!r.ok()) return proto(fmt::format("truncated {} message", type_name(type)));
   if (!r.at_end()) return proto(fmt::format("{} message has {} trailing bytes", type_name(type), r.remaining()));
   return m;

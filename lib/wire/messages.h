@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -139,8 +140,58 @@ struct ErrorMsg {
   std::string message;
 };
 
+/// Every control message. The order is the wire: alternative i travels as
+/// MsgType i + 1 (checked below), and decode() picks the alternative by that
+/// index, so there is no switch to forget a case in.
+///
+/// Adding a message (each step but the first is a build error when missed):
+///  1. its struct above, and a MsgType enumerator equal to its position + 1;
+///  2. append it to Message below;
+///  3. its entry in MsgTraits (type and name) below;
+///  4. encode: its lambda in the overloaded{} visit of encode() (messages.cc);
+///  5. decode: a read_body(Reader&, T&) overload (messages.cc);
+///  6. its handler in Source::on_message (session/source.cc) and
+///     Sink::on_message (session/sink.cc): both visit with overloaded{} and
+///     no generic branch, so even a message a role never expects is named
+///     there (and refused as "unexpected");
+///  7. a sample in tests/unit/wire_test.cc samples(), which round-trips and
+///     truncates every message.
 using Message = std::variant<Open, OpenOk, FileBegin, ChunkReady, ChunkDone, FileEnd, FileResult,
                              Finish, Done, ErrorMsg>;
+
+/// The wire type and the name (for logs and errors) of each message. No
+/// primary definition: a message without an entry does not compile.
+template <class M>
+struct MsgTraits;
+#define RCP_WIRE_MSG(T, enumerator, text)                 \
+  template <>                                             \
+  struct MsgTraits<T> {                                   \
+    static constexpr MsgType type = MsgType::enumerator;  \
+    static constexpr const char* name = text;             \
+  }
+RCP_WIRE_MSG(Open, open, "OPEN");
+RCP_WIRE_MSG(OpenOk, open_ok, "OPEN_OK");
+RCP_WIRE_MSG(FileBegin, file_begin, "FILE_BEGIN");
+RCP_WIRE_MSG(ChunkReady, chunk_ready, "CHUNK_READY");
+RCP_WIRE_MSG(ChunkDone, chunk_done, "CHUNK_DONE");
+RCP_WIRE_MSG(FileEnd, file_end, "FILE_END");
+RCP_WIRE_MSG(FileResult, file_result, "FILE_RESULT");
+RCP_WIRE_MSG(Finish, finish, "FINISH");
+RCP_WIRE_MSG(Done, done, "DONE");
+RCP_WIRE_MSG(ErrorMsg, error, "ERROR");
+#undef RCP_WIRE_MSG
+
+/// Messages in the protocol: MsgType values 1 .. kMessageTypes.
+constexpr size_t kMessageTypes = std::variant_size_v<Message>;
+
+namespace detail {
+template <size_t... I>
+constexpr bool types_follow_variant(std::index_sequence<I...>) {
+  return ((static_cast<size_t>(MsgTraits<std::variant_alternative_t<I, Message>>::type) == I + 1) && ...);
+}
+}  // namespace detail
+static_assert(detail::types_follow_variant(std::make_index_sequence<kMessageTypes>{}),
+              "wire::Message alternative i must be MsgType i + 1: decode() and type_name() index by it");
 
 MsgType type_of(const Message& m);
 const char* type_name(MsgType t);
