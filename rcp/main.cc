@@ -78,21 +78,10 @@ Result<std::vector<SourceOpener>> push_sources(const std::vector<std::string>& s
   std::vector<SourceOpener> files;
   tree = false;
   for (const auto& s : srcs) {
-    struct stat st;
-    if (::stat(s.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-      if (!recursive) return make_error(EISDIR, "'" + s + "' is a directory (use -r)");
-      tree = true;
-      int dfd = ::open(s.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (dfd < 0) return sys_error("'" + s + "'");
-      auto root = std::make_shared<Fd>(dfd);
-      std::vector<std::string> skipped;
-      const std::string base = base_name(s) == "/" || base_name(s) == "." ? "" : base_name(s);
-      RCP_ASSIGN(auto tree_files, tree_sources(root, base, st.st_mode, s, skipped));
-      for (auto& k : skipped) log_error("skipping '{}/{}': not a regular file or directory", s, k);
-      for (auto& f : tree_files) files.push_back(std::move(f));
-    } else {
-      files.push_back([s]() { return open_source_file(AT_FDCWD, s, s, false); });
-    }
+    RCP_ASSIGN(SourceSet set, expand_source(AT_FDCWD, s, s, false, recursive));
+    tree = tree || set.tree;
+    for (auto& k : set.skipped) log_error("skipping '{}/{}': not a regular file or directory", s, k);
+    for (auto& f : set.files) files.push_back(std::move(f));
   }
   return files;
 }

@@ -68,21 +68,9 @@ SessionOptions session_options(const Daemon& d, Checksum algo, bool fsync) {
 /// never followed.
 Result<std::vector<SourceOpener>> get_sources(int root, const std::string& rel, const std::string& shown,
                                               bool recursive) {
-  RCP_ASSIGN(Fd probe, open_beneath(root, rel, O_RDONLY));
-  struct stat st;
-  if (::fstat(probe.get(), &st) != 0) return sys_error("stat '" + shown + "'");
-  std::vector<SourceOpener> files;
-  if (!S_ISDIR(st.st_mode)) {
-    auto holder = std::make_shared<Result<SourceFile>>(open_source_file(root, rel, shown, true));
-    files.push_back([holder]() -> Result<SourceFile> { return std::move(*holder); });
-    return files;
-  }
-  if (!recursive) return make_error(EISDIR, "'" + shown + "' is a directory (use -r)");
-  std::vector<std::string> skipped;
-  RCP_ASSIGN(files, tree_sources(std::make_shared<Fd>(std::move(probe)), rel.empty() ? "" : base_name(rel),
-                                 st.st_mode, shown, skipped));
-  for (auto& k : skipped) log_info("get {}: skipping '{}': not a regular file or directory", shown, k);
-  return files;
+  RCP_ASSIGN(SourceSet set, expand_source(root, rel, shown, true, recursive));
+  for (auto& k : set.skipped) log_info("get {}: skipping '{}': not a regular file or directory", shown, k);
+  return std::move(set.files);
 }
 
 /// Handles one connection from its OPEN to its end. Every failure is sent to

@@ -75,49 +75,6 @@ Result<Fd> open_beneath(int root_fd, std::string_view rel, int flags, unsigned m
   return Fd(static_cast<int>(fd));
 }
 
-namespace {
-
-Result<Destination> finish_destination(Result<Fd> as_dir, Result<Fd> parent, std::string leaf,
-                                       bool multi, std::string shown) {
-  Destination d;
-  d.shown = std::move(shown);
-  if (as_dir.ok()) {
-    d.dir = std::move(as_dir.value());
-    d.is_dir = true;
-    return d;
-  }
-  const int e = as_dir.error().code;
-  if (e != ENOTDIR && e != ENOENT) return as_dir.error();
-  if (multi) return make_error(ENOTDIR, "destination '" + d.shown + "' is not an existing directory (needed for several sources or -r)");
-  if (!parent.ok()) return parent.error();
-  if (!is_plain_name(leaf)) return make_error(EINVAL, "destination '" + d.shown + "' has no file name");
-  d.dir = std::move(parent.value());
-  d.leaf = std::move(leaf);
-  return d;
-}
-
-}  // namespace
-
-Result<Destination> resolve_destination_beneath(int root_fd, std::string_view rel, bool multi,
-                                                std::string shown) {
-  auto as_dir = open_beneath(root_fd, rel, O_RDONLY | O_DIRECTORY);
-  if (as_dir.ok() || rel.empty())
-    return finish_destination(std::move(as_dir), make_error(ENOENT, shown), "", multi, shown);
-  auto parent = open_beneath(root_fd, dir_name(rel), O_RDONLY | O_DIRECTORY);
-  return finish_destination(std::move(as_dir), std::move(parent), base_name(rel), multi, std::move(shown));
-}
-
-Result<Destination> resolve_destination_local(const std::string& path, bool multi) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  Result<Fd> as_dir = fd >= 0 ? Result<Fd>(Fd(fd)) : Result<Fd>(sys_error("'" + path + "'"));
-  if (as_dir.ok()) return finish_destination(std::move(as_dir), make_error(ENOENT, path), "", multi, path);
-  std::string parent_path = dir_name(path);
-  if (parent_path.empty()) parent_path = ".";
-  int pfd = ::open(parent_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  Result<Fd> parent = pfd >= 0 ? Result<Fd>(Fd(pfd)) : Result<Fd>(sys_error("directory '" + parent_path + "'"));
-  return finish_destination(std::move(as_dir), std::move(parent), base_name(path), multi, path);
-}
-
 Result<Fd> make_dirs_beneath(int root_fd, std::string_view rel, unsigned mode) {
   RCP_ASSIGN(std::string clean, clean_relative(rel));
   RCP_ASSIGN(Fd cur, open_beneath(root_fd, "", O_RDONLY | O_DIRECTORY));

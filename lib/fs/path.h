@@ -50,22 +50,4 @@ struct TreeEntry {
 /// followed; their paths are appended to `skipped`.
 Result<std::vector<TreeEntry>> walk_tree(int dir_fd, std::vector<std::string>& skipped);
 
-/// Where a sink writes one incoming file: a directory and, unless the
-/// destination is the directory itself, the name to give the file.
-struct Destination {
-  Fd dir;
-  bool is_dir = false;  ///< true: use the name the source sends
-  std::string leaf;     ///< the target name when !is_dir
-  std::string shown;    ///< for messages: the path as the user wrote it
-};
-
-/// Resolves a put destination inside an export: an existing directory, or a
-/// not-yet-existing (or regular) file whose parent directory exists.
-/// `multi`: several sources, so the destination must be a directory.
-Result<Destination> resolve_destination_beneath(int root_fd, std::string_view rel, bool multi,
-                                                std::string shown);
-/// The same for a local destination of the client (no confinement: the user
-/// names their own files).
-Result<Destination> resolve_destination_local(const std::string& path, bool multi);
-
 }  // namespace rcp

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fs/destination.h"
 #include "fs/path.h"
 #include "fs/tempfile.h"
 

@@ -1,0 +1,120 @@
+#include "fs/destination.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/core.h>
+
+#include "fs/path.h"
+
+namespace rcp {
+
+namespace {
+
+Result<Destination> finish_destination(Result<Fd> as_dir, Result<Fd> parent, std::string leaf,
+                                       bool multi, std::string shown) {
+  Destination d;
+  d.shown = std::move(shown);
+  if (as_dir.ok()) {
+    d.dir = std::move(as_dir.value());
+    d.is_dir = true;
+    return d;
+  }
+  const int e = as_dir.error().code;
+  if (e != ENOTDIR && e != ENOENT) return as_dir.error();
+  if (multi) return make_error(ENOTDIR, "destination '" + d.shown + "' is not an existing directory (needed for several sources or -r)");
+  if (!parent.ok()) return parent.error();
+  if (!is_plain_name(leaf)) return make_error(EINVAL, "destination '" + d.shown + "' has no file name");
+  d.dir = std::move(parent.value());
+  d.leaf = std::move(leaf);
+  return d;
+}
+
+}  // namespace
+
+Result<Destination> resolve_destination_beneath(int root_fd, std::string_view rel, bool multi,
+                                                std::string shown) {
+  auto as_dir = open_beneath(root_fd, rel, O_RDONLY | O_DIRECTORY);
+  if (as_dir.ok() || rel.empty())
+    return finish_destination(std::move(as_dir), make_error(ENOENT, shown), "", multi, shown);
+  auto parent = open_beneath(root_fd, dir_name(rel), O_RDONLY | O_DIRECTORY);
+  return finish_destination(std::move(as_dir), std::move(parent), base_name(rel), multi, std::move(shown));
+}
+
+Result<Destination> resolve_destination_local(const std::string& path, bool multi) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  Result<Fd> as_dir = fd >= 0 ? Result<Fd>(Fd(fd)) : Result<Fd>(sys_error("'" + path + "'"));
+  if (as_dir.ok()) return finish_destination(std::move(as_dir), make_error(ENOENT, path), "", multi, path);
+  std::string parent_path = dir_name(path);
+  if (parent_path.empty()) parent_path.push_back('.');  // (not = ".": GCC 12 warns falsely, -Wrestrict)
+  int pfd = ::open(parent_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  Result<Fd> parent = pfd >= 0 ? Result<Fd>(Fd(pfd)) : Result<Fd>(sys_error("directory '" + parent_path + "'"));
+  return finish_destination(std::move(as_dir), std::move(parent), base_name(path), multi, path);
+}
+
+PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigned mode, const std::string& peer) {
+  PlacedEntry e;
+  std::string target;
+  int dir_fd = dest_.dir.get();
+  if (dest_.is_dir) {
+    e.shown = dest_.shown + (dest_.shown.empty() || dest_.shown.back() == '/' ? "" : "/") + name;
+    // A name may carry directories (recursive copies), but only plain
+    // components: no "..", no absolute path, nothing to clean away.
+    auto clean = clean_relative(name);
+    if (!clean.ok() || clean->empty() || clean.value() != name) {
+      e.error = fmt::format("refused unsafe file name '{}' from {}", name, peer);
+    } else if (is_dir) {
+      e.rel = name;
+    } else {
+      target = base_name(name);
+      const std::string parent = dir_name(name);
+      if (!parent.empty()) {
+        auto pd = subdir(parent, 0755);
+        if (pd.ok()) {
+          e.parent = std::move(pd.value());
+          dir_fd = e.parent->get();
+        } else {
+          e.error = pd.error().message();
+        }
+      }
+    }
+  } else {
+    e.shown = dest_.shown;
+    target = dest_.leaf;
+    if (seen_ > 0 || is_dir)
+      e.error = is_dir ? "a directory was sent to the file destination '" + dest_.shown + "'"
+                       : "several files sent to the single-file destination '" + dest_.shown + "'";
+  }
+  ++seen_;
+  if (!e.error.empty() || is_dir) return e;
+  if (!is_plain_name(target)) {
+    e.error = fmt::format("refused unsafe file name '{}' from {}", name, peer);
+    return e;
+  }
+  auto tmp = TempFile::create(dir_fd, target, e.shown, mode & 0777);
+  if (tmp.ok())
+    e.tmp = std::move(tmp.value());
+  else
+    e.error = tmp.error().message();
+  return e;
+}
+
+Status DestinationTree::make_dir(const std::string& rel, unsigned mode, const std::string& shown) {
+  RCP_ASSIGN(auto dir, subdir(rel, mode & 0777));
+  if (::fchmod(dir->get(), mode & 0777) != 0) return sys_error("chmod '" + shown + "'");
+  return {};
+}
+
+Result<std::shared_ptr<Fd>> DestinationTree::subdir(const std::string& rel, unsigned mode) {
+  if (auto it = dirs_.find(rel); it != dirs_.end()) return it->second;
+  RCP_ASSIGN(Fd fd, make_dirs_beneath(dest_.dir.get(), rel, mode));
+  // Bounded: a cleared cache costs one reopen per directory, never a leak
+  // of fds for a tree with many directories.
+  if (dirs_.size() >= kDirCache) dirs_.clear();
+  auto p = std::make_shared<Fd>(std::move(fd));
+  dirs_.emplace(rel, p);
+  return p;
+}
+
+}  // namespace rcp

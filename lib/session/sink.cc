@@ -1,0 +1,382 @@
+#include "session/sink.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <deque>
+#include <fmt/core.h>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <variant>
+
+#include "hash/hash_pool.h"
+#include "io/ring.h"
+#include "session/ledger.h"
+#include "session/loop.h"
+#include "session/plan.h"
+#include "session/pool.h"
+#include "util/log.h"
+#include "util/overloaded.h"
+#include "util/test_faults.h"
+
+namespace rcp {
+namespace {
+
+class Sink {
+ public:
+  Sink(Channel& ch, Ring& ring, Destination& dest, const SessionOptions& opt)
+      : ch_(ch), t_(ch.transport()), ring_(ring), opt_(opt),
+        pool_(t_, opt.blocks, opt.block_size), free_(opt.blocks), tree_(dest) {}
+
+  Status init() {
+    RCP_TRY(pool_.init(ring_, false));
+    return start_hash_pool(opt_, hp_);
+  }
+  bool finished() const { return done_sent_; }
+  HashPool* hash_pool() const { return hp_.get(); }
+
+  TransferStats& stats() { return stats_; }
+
+  Status on_event(TransportEvent& e) {
+    if (e.kind == TransportEvent::Kind::closed)
+      return make_error(e.status, fmt::format("connection to {} lost: {}", t_.peer(), e.detail));
+    if (e.kind == TransportEvent::Kind::read_done) return on_read_done(e);
+    auto m = wire::decode(e.message);
+    if (!m.ok()) return make_error(m.error().code, t_.peer() + ": " + m.error().context);
+    return on_message(m.value());
+  }
+
+  /// One handler per wire message, and no generic one: a message added to
+  /// wire::Message does not compile until it is handled (or refused) here.
+  Status on_message(wire::Message& m) {
+    return std::visit(overloaded{
+                          [&](wire::FileBegin& x) { return handle(x); },
+                          [&](wire::ChunkReady& x) { return handle(x); },
+                          [&](wire::FileEnd& x) { return handle(x); },
+                          [&](wire::Finish&) { return on_finish(); },
+                          [&](wire::ErrorMsg& e) -> Status { return make_error(e.err, t_.peer() + ": " + e.message); },
+                          // What only a sink sends, or only comes before the session:
+                          [&](wire::Open& x) { return unexpected(x); },
+                          [&](wire::OpenOk& x) { return unexpected(x); },
+                          [&](wire::ChunkDone& x) { return unexpected(x); },
+                          [&](wire::FileResult& x) { return unexpected(x); },
+                          [&](wire::Done& x) { return unexpected(x); },
+                      },
+                      m);
+  }
+
+  Status on_io(uint64_t ud, int res) {
+    auto wit = writes_.find(ud);
+    if (wit == writes_.end()) return make_error(EIO, "internal: unknown write completion");
+    Write w = wit->second;
+    writes_.erase(wit);
+    Pending& p = pending_.at(w.cookie);
+    File& f = files_.at(p.c.file_id);
+    if (res < 0 && !f.failed) fail_file(f, make_error(-res, "write '" + f.shown + "'").message());
+    if (res > 0 && static_cast<uint32_t>(res) < w.len && !f.failed) {  // short write: the rest
+      Write rest{w.cookie, w.block, w.file_off + static_cast<uint32_t>(res), w.buf_off + static_cast<uint32_t>(res),
+                 w.len - static_cast<uint32_t>(res)};
+      submit_write(f, rest);
+      return {};
+    }
+    if (res == 0 && !f.failed) fail_file(f, "write '" + f.shown + "': no progress");
+    if (--p.writes_out == 0) {
+      if (!f.failed) f.written += p.c.length;
+      finish_chunk(w.cookie);
+      return check_file(f.id);
+    }
+    return {};
+  }
+
+  Status pump(bool& started) {
+    while (!queue_.empty()) {
+      wire::ChunkReady& c = queue_.front();
+      File& f = files_.at(c.file_id);
+      if (f.failed) {
+        done_slots_.push_back(c.slot);
+        queue_.pop_front();
+        --f.chunks_active;
+        RCP_TRY(check_file(f.id));
+        continue;
+      }
+      const uint32_t nblocks = blocks_for(c.length, opt_.block_size);
+      const uint32_t nwrs = (nblocks + t_.negotiated().max_sge - 1) / t_.negotiated().max_sge;
+      if (free_.available() < nblocks || t_.read_capacity() < nwrs) break;
+      Pending p;
+      p.c = std::move(c);
+      queue_.pop_front();
+      free_.take(nblocks, p.blocks);
+      // Ascending order turns adjacent free blocks into one contiguous run,
+      // which is then written with one WRITE_FIXED instead of one per block.
+      std::sort(p.blocks.begin(), p.blocks.end());
+      const uint64_t cookie = next_cookie_++;
+      auto [it, ok] = pending_.emplace(cookie, std::move(p));
+      RCP_TRY(post_read(cookie, it->second));
+      started = true;
+    }
+    while (!done_slots_.empty()) {
+      wire::ChunkDone d;
+      size_t n = std::min(done_slots_.size(), wire::kMaxDoneBatch);
+      d.slots.assign(done_slots_.begin(), done_slots_.begin() + static_cast<long>(n));
+      done_slots_.erase(done_slots_.begin(), done_slots_.begin() + static_cast<long>(n));
+      RCP_TRY(ch_.send(d));
+      started = true;
+    }
+    if (finish_seen_ && files_.empty() && !done_sent_) {
+      RCP_TRY(ch_.send(wire::Done{stats_.files_ok, stats_.files_failed}));
+      done_sent_ = true;
+      started = true;
+    }
+    return {};
+  }
+
+ private:
+  struct File {
+    File(uint32_t id_, uint64_t size_, uint32_t mode_, Checksum algo)
+        : id(id_), size(size_), mode(mode_), ledger(algo, size_) {}
+    uint32_t id = 0;
+    uint64_t size = 0;
+    uint32_t mode = 0644;
+    std::string shown;
+    bool is_dir = false;  // a directory entry: created at FILE_END
+    std::string rel;      // its path below the destination
+    std::shared_ptr<Fd> parent;  // the file's directory when below the destination (outlives tmp)
+    TempFile tmp;
+    FileLedger ledger;
+    uint64_t written = 0;
+    uint32_t chunks_active = 0;
+    bool end_seen = false;
+    bool failed = false;
+    std::string error;
+    wire::Digest expected;
+  };
+  struct Pending {
+    wire::ChunkReady c;
+    std::vector<uint32_t> blocks;
+    int attempts = 0;
+    uint32_t writes_out = 0;
+  };
+  struct Write {
+    uint64_t cookie;
+    uint32_t block;
+    uint64_t file_off;
+    uint32_t buf_off;
+    uint32_t len;
+  };
+
+  Status handle(wire::FileBegin& fb) {
+    if (finish_seen_) return proto_error(t_, "FILE_BEGIN after FINISH");
+    if (files_.count(fb.file_id) || fb.file_id < next_file_id_) return proto_error(t_, "file id reused");
+    next_file_id_ = fb.file_id + 1;
+    File f(fb.file_id, fb.size, fb.mode, opt_.checksum);
+    f.is_dir = S_ISDIR(fb.mode);
+    PlacedEntry e = tree_.place(fb.name, f.is_dir, f.mode, t_.peer());
+    // A directory entry that was placed (its name is clean) carries no data.
+    if (f.is_dir && e.error.empty() && f.size != 0) return proto_error(t_, "directory entry with a size");
+    f.shown = std::move(e.shown);
+    f.rel = std::move(e.rel);
+    f.parent = std::move(e.parent);
+    f.tmp = std::move(e.tmp);
+    f.failed = !e.error.empty();
+    f.error = std::move(e.error);
+    files_.emplace(fb.file_id, std::move(f));
+    return {};
+  }
+
+  Status handle(wire::ChunkReady& c) {
+    auto it = files_.find(c.file_id);
+    if (it == files_.end()) return proto_error(t_, fmt::format("chunk for unknown file {}", c.file_id));
+    File& f = it->second;
+    if (f.end_seen) return proto_error(t_, "chunk after FILE_END");
+    if (c.length > opt_.chunk_size || blocks_for(c.length, opt_.block_size) > free_.capacity())
+      return proto_error(t_, fmt::format("chunk of {} bytes exceeds the agreed {}", c.length, opt_.chunk_size));
+    if (!f.ledger.claim(c.offset, c.length))
+      return proto_error(t_, fmt::format("chunk [{}, +{}) overlaps another or lies outside '{}' ({} bytes)", c.offset,
+                                         c.length, f.shown, f.size));
+    if (c.digest.len != digest_of(opt_.checksum, {}).len) return proto_error(t_, "chunk digest has the wrong length");
+    ++f.chunks_active;
+    queue_.push_back(std::move(c));
+    return {};
+  }
+
+  Status handle(wire::FileEnd& fe) {
+    auto it = files_.find(fe.file_id);
+    if (it == files_.end() || it->second.end_seen) return proto_error(t_, "FILE_END for an unknown file");
+    File& f = it->second;
+    if (fe.size != f.size) return proto_error(t_, "FILE_END size differs from FILE_BEGIN");
+    f.end_seen = true;
+    f.expected = fe.digest;
+    return check_file(f.id);
+  }
+
+  Status on_finish() {
+    finish_seen_ = true;
+    return {};
+  }
+  template <typename M>
+  Status unexpected(const M&) {
+    return proto_error(t_, fmt::format("unexpected {}", wire::MsgTraits<M>::name));
+  }
+
+  Status post_read(uint64_t cookie, Pending& p) {
+    std::vector<uint64_t> addrs;
+    addrs.reserve(p.blocks.size());
+    for (uint32_t b : p.blocks) addrs.push_back(reinterpret_cast<uint64_t>(pool_.at(b)));
+    auto wrs = plan_reads(p.c.addr, p.c.length, addrs, opt_.block_size, t_.negotiated().max_sge);
+    ++p.attempts;
+    return t_.read(cookie, p.c.rkey, wrs);
+  }
+
+  Status on_read_done(TransportEvent& e) {
+    auto it = pending_.find(e.cookie);
+    if (it == pending_.end()) return make_error(EIO, "internal: unknown read completion");
+    Pending& p = it->second;
+    File& f = files_.at(p.c.file_id);
+    if (e.status != 0)
+      return make_error(e.status, fmt::format("pulling '{}' at offset {} from {}: {}", f.shown, p.c.offset, t_.peer(), e.detail));
+    if (opt_.checksum == Checksum::none) return on_hashed(e.cookie, p.c.digest);
+    if (read_seq_++ == test_faults().sink_corrupt_once && p.attempts == 1) pool_.at(p.blocks.front())[0] ^= 0x5a;
+    HashPool::Job job{e.cookie, {}};
+    uint32_t left = p.c.length;
+    for (uint32_t b : p.blocks) {
+      uint32_t n = std::min(left, opt_.block_size);
+      job.pieces.push_back({pool_.at(b), n});
+      left -= n;
+    }
+    if (hp_ && p.c.length >= kOffloadMin) {
+      hp_->submit(std::move(job));
+      return {};
+    }
+    Hasher h(opt_.checksum);
+    for (auto piece : job.pieces) h.update(piece);
+    return on_hashed(e.cookie, h.finish());
+  }
+
+ public:
+  /// A pulled chunk was hashed: verify it, then write it or fetch it again.
+  Status on_hashed(uint64_t cookie, const wire::Digest& got) {
+    Pending& p = pending_.at(cookie);
+    File& f = files_.at(p.c.file_id);
+    {
+      if (!(got == p.c.digest)) {
+        if (p.attempts < 2) {
+          log_info("chunk at offset {} of '{}' failed verification; fetching it again", p.c.offset, f.shown);
+          return post_read(cookie, p);
+        }
+        fail_file(f, fmt::format("chunk at offset {} failed {} verification twice (expected {}, got {})", p.c.offset,
+                                 checksum_name(opt_.checksum), to_hex(p.c.digest), to_hex(got)));
+      }
+    }
+    done_slots_.push_back(p.c.slot);  // the source may refill that slot now
+    if (f.failed) {
+      finish_chunk(cookie);
+      return check_file(f.id);
+    }
+    f.ledger.add_digest(p.c.offset, p.c.length, p.c.digest);
+    // One write per run of consecutive blocks (a run is contiguous memory).
+    uint32_t left = p.c.length;
+    size_t i = 0;
+    while (i < p.blocks.size()) {
+      size_t j = i + 1;
+      while (pool_.spans_units() && j < p.blocks.size() && p.blocks[j] == p.blocks[j - 1] + 1) ++j;
+      const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(left, uint64_t{j - i} * opt_.block_size));
+      Write w{cookie, p.blocks[i], p.c.offset + uint64_t{i} * opt_.block_size, 0, n};
+      ++p.writes_out;
+      submit_write(f, w);
+      left -= n;
+      i = j;
+    }
+    return {};
+  }
+
+ private:
+  void submit_write(File& f, const Write& w) {
+    const uint64_t id = next_write_++;
+    writes_.emplace(id, w);
+    while (!ring_.write_fixed(f.tmp.fd(), pool_.at(w.block) + w.buf_off, w.len, w.file_off, pool_.buf_index(w.block), id))
+      (void)ring_.submit();
+  }
+
+  void finish_chunk(uint64_t cookie) {
+    auto it = pending_.find(cookie);
+    for (uint32_t b : it->second.blocks) free_.give(b);
+    File& f = files_.at(it->second.c.file_id);
+    --f.chunks_active;
+    pending_.erase(it);
+  }
+
+  void fail_file(File& f, std::string why) {
+    if (f.failed) return;
+    f.failed = true;
+    f.error = std::move(why);
+  }
+
+  Status check_file(uint32_t id) {
+    File& f = files_.at(id);
+    if (!f.end_seen || f.chunks_active > 0) return {};
+    if (!f.failed) {
+      if (f.written != f.size || !f.ledger.complete()) {
+        fail_file(f, fmt::format("'{}' incomplete: {} of {} bytes", f.shown, f.written, f.size));
+      } else if (wire::Digest d = f.ledger.file_digest(); !(d == f.expected)) {
+        fail_file(f, fmt::format("'{}' file digest mismatch", f.shown));
+      } else if (f.is_dir) {
+        if (Status st = tree_.make_dir(f.rel, f.mode, f.shown); !st.ok()) fail_file(f, st.error().message());
+      } else if (Status st = f.tmp.commit(f.mode, opt_.fsync); !st.ok()) {
+        // (written == size and the ledger is complete, so the temp file holds
+        // exactly the file: commit() need not truncate.)
+        fail_file(f, st.error().message());
+      }
+    }
+    wire::FileResult r{id, 0, ""};
+    if (f.failed) {
+      f.tmp.discard();
+      r.err = EIO;
+      r.message = f.error;
+      ++stats_.files_failed;
+      stats_.errors.push_back(fmt::format("{}: {}", f.shown, f.error));
+      log_error("{}: {}", f.shown, f.error);
+    } else {
+      ++stats_.files_ok;
+      stats_.bytes += f.size;
+    }
+    files_.erase(id);
+    return ch_.send(r);
+  }
+
+  Channel& ch_;
+  Transport& t_;
+  Ring& ring_;
+  const SessionOptions& opt_;
+  Pool pool_;
+  std::unique_ptr<HashPool> hp_;  // after pool_: its workers stop before the pool goes
+  IndexPool free_;
+  DestinationTree tree_;  // before files_: its directories outlive their temp files
+  std::map<uint32_t, File> files_;
+  std::deque<wire::ChunkReady> queue_;
+  std::unordered_map<uint64_t, Pending> pending_;
+  std::unordered_map<uint64_t, Write> writes_;
+  std::vector<uint32_t> done_slots_;
+  uint64_t next_cookie_ = 1;
+  uint64_t next_write_ = 1;
+  uint32_t next_file_id_ = 0;
+  int64_t read_seq_ = 0;
+  bool finish_seen_ = false;
+  bool done_sent_ = false;
+  TransferStats stats_;
+};
+}  // namespace
+
+Result<TransferStats> run_sink(Channel& ch, Destination& dest, const SessionOptions& opt) {
+  RCP_ASSIGN(auto ring, Ring::create(256));
+  Sink s(ch, *ring, dest, opt);
+  RCP_TRY(s.init());
+  Status st = run_loop(ch, *ring, s, opt);
+  ring->drain();  // before s (and its pool) goes
+  if (!st.ok()) {
+    (void)ch.send(wire::ErrorMsg{st.error().code, st.error().context});
+    return st.error();
+  }
+  return std::move(s.stats());
+}
+}  // namespace rcp

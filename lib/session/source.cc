@@ -1,0 +1,261 @@
+#include "session/source.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <deque>
+#include <fmt/core.h>
+#include <map>
+#include <optional>
+#include <thread>
+#include <variant>
+
+#include "hash/hash_pool.h"
+#include "io/ring.h"
+#include "session/ledger.h"
+#include "session/loop.h"
+#include "session/plan.h"
+#include "session/pool.h"
+#include "util/overloaded.h"
+#include "util/test_faults.h"
+
+namespace rcp {
+namespace {
+
+class Source {
+ public:
+  Source(Channel& ch, Ring& ring, std::vector<SourceOpener> files, const SessionOptions& opt)
+      : ch_(ch), t_(ch.transport()), ring_(ring), opt_(opt), openers_(files.begin(), files.end()),
+        pool_(t_, opt.slots, opt.chunk_size), free_(opt.slots), slots_(opt.slots) {}
+
+  Status init() {
+    RCP_TRY(pool_.init(ring_, true));
+    return start_hash_pool(opt_, hp_);
+  }
+  bool finished() const { return done_; }
+  HashPool* hash_pool() const { return hp_.get(); }
+
+  TransferStats& stats() { return stats_; }
+
+  Status on_event(TransportEvent& e) {
+    if (e.kind == TransportEvent::Kind::closed)
+      return make_error(e.status, fmt::format("connection to {} lost: {}", t_.peer(), e.detail));
+    if (e.kind != TransportEvent::Kind::message) return proto_error(t_, "read completion on the sending side");
+    auto m = wire::decode(e.message);
+    if (!m.ok()) return make_error(m.error().code, t_.peer() + ": " + m.error().context);
+    return on_message(m.value());
+  }
+
+  /// One handler per wire message, and no generic one: a message added to
+  /// wire::Message does not compile until it is handled (or refused) here.
+  Status on_message(wire::Message& m) {
+    return std::visit(overloaded{
+                          [&](wire::ChunkDone& d) { return on_chunk_done(d); },
+                          [&](wire::FileResult& r) { return on_file_result(r); },
+                          [&](wire::Done&) { return on_done(); },
+                          [&](wire::ErrorMsg& em) -> Status { return make_error(em.err, t_.peer() + ": " + em.message); },
+                          // What only a source sends, or only comes before the session:
+                          [&](wire::Open& x) { return unexpected(x); },
+                          [&](wire::OpenOk& x) { return unexpected(x); },
+                          [&](wire::FileBegin& x) { return unexpected(x); },
+                          [&](wire::ChunkReady& x) { return unexpected(x); },
+                          [&](wire::FileEnd& x) { return unexpected(x); },
+                          [&](wire::Finish& x) { return unexpected(x); },
+                      },
+                      m);
+  }
+
+  Status on_io(uint64_t slot_index, int res) {
+    Slot& s = slots_[slot_index];
+    File& f = files_.at(s.file_id);
+    if (res < 0) return make_error(-res, "read '" + f.shown + "'");
+    if (res == 0) return make_error(EIO, fmt::format("'{}' shrank while being sent (EOF at {})", f.shown, s.offset + s.done));
+    s.done += static_cast<uint32_t>(res);
+    if (s.done < s.length) {  // short read: ask for the rest
+      submit_read(static_cast<uint32_t>(slot_index), f);
+      return {};
+    }
+    uint8_t* p = pool_.at(static_cast<uint32_t>(slot_index));
+    if (hp_ && s.length >= kOffloadMin) {
+      hp_->submit({slot_index, {{p, s.length}}});
+      return {};
+    }
+    return on_hashed(slot_index, digest_of(opt_.checksum, {p, s.length}));
+  }
+
+  /// The chunk in this slot is read and hashed: announce it.
+  Status on_hashed(uint64_t slot_index, const wire::Digest& digest) {
+    Slot& s = slots_[slot_index];
+    File& f = files_.at(s.file_id);
+    uint8_t* p = pool_.at(static_cast<uint32_t>(slot_index));
+    wire::ChunkReady c;
+    c.file_id = s.file_id;
+    c.slot = static_cast<uint32_t>(slot_index);
+    c.offset = s.offset;
+    c.length = s.length;
+    c.addr = reinterpret_cast<uint64_t>(p);
+    c.rkey = pool_.key();
+    c.digest = digest;
+    if (chunk_seq_++ == test_faults().source_corrupt) p[s.length / 2] ^= 0x5a;
+    if (test_faults().source_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(test_faults().source_delay_ms));
+    f.ledger.add_digest(s.offset, s.length, c.digest);
+    --f.reads_out;
+    RCP_TRY(ch_.send(c));
+    return maybe_end(f);
+  }
+
+  Status pump(bool& started) {
+    for (;;) {
+      if (!cur_) {
+        if (openers_.empty()) break;
+        RCP_TRY(open_next(started));
+        continue;
+      }
+      File& f = files_.at(*cur_);
+      if (f.next_chunk == f.nchunks) {
+        cur_.reset();
+        RCP_TRY(maybe_end(f));
+        continue;
+      }
+      uint32_t slot;
+      if (!free_.take_one(slot)) break;
+      ChunkSpan c = chunk_at(f.size, opt_.chunk_size, f.next_chunk++);
+      slots_[slot] = {f.id, c.offset, c.length, 0};
+      ++f.reads_out;
+      submit_read(slot, f);
+      started = true;
+    }
+    if (!cur_ && openers_.empty() && !finish_sent_ && all_ended()) {
+      RCP_TRY(ch_.send(wire::Finish{}));
+      finish_sent_ = true;
+      started = true;
+    }
+    return {};
+  }
+
+ private:
+  struct File {
+    uint32_t id;
+    Fd fd;
+    uint64_t size;
+    std::string shown;
+    uint64_t nchunks;
+    uint64_t next_chunk = 0;
+    uint32_t reads_out = 0;
+    bool end_sent = false;
+    FileLedger ledger;
+  };
+  struct Slot {
+    uint32_t file_id = 0;
+    uint64_t offset = 0;
+    uint32_t length = 0;
+    uint32_t done = 0;
+  };
+
+  Status on_chunk_done(const wire::ChunkDone& d) {
+    for (uint32_t s : d.slots)
+      if (!free_.give(s)) return proto_error(t_, fmt::format("returned slot {} that was not lent", s));
+    return {};
+  }
+
+  Status on_file_result(const wire::FileResult& r) {
+    auto it = files_.find(r.file_id);
+    if (it == files_.end() || !it->second.end_sent) return proto_error(t_, "result for a file not sent");
+    if (r.err == 0) {
+      ++stats_.files_ok;
+      stats_.bytes += it->second.size;
+    } else {
+      ++stats_.files_failed;
+      stats_.errors.push_back(fmt::format("{}: {}", it->second.shown, r.message));
+    }
+    files_.erase(it);
+    return {};
+  }
+
+  Status on_done() {
+    if (!finish_sent_ || !files_.empty()) return proto_error(t_, "DONE before every file was answered");
+    done_ = true;
+    return {};
+  }
+
+  template <typename M>
+  Status unexpected(const M&) {
+    return proto_error(t_, fmt::format("unexpected {}", wire::MsgTraits<M>::name));
+  }
+
+  void submit_read(uint32_t slot, File& f) {
+    Slot& s = slots_[slot];
+    uint8_t* p = pool_.at(slot) + s.done;
+    while (!ring_.read_fixed(f.fd.get(), p, s.length - s.done, s.offset + s.done, pool_.buf_index(slot), slot))
+      (void)ring_.submit();
+  }
+
+  Status open_next(bool& started) {
+    SourceOpener op = std::move(openers_.front());
+    openers_.pop_front();
+    auto sf = op();
+    if (!sf.ok()) {
+      ++stats_.files_failed;
+      stats_.errors.push_back(sf.error().message());
+      return {};
+    }
+    const uint32_t id = next_id_++;
+    File f{id, std::move(sf->fd), sf->size, sf->shown, chunk_count(sf->size, opt_.chunk_size), 0, 0, false,
+           FileLedger(opt_.checksum, sf->size)};
+    // A directory entry is a FILE_BEGIN with S_IFDIR in its mode and no data.
+    const uint32_t mode = sf->is_dir ? (S_IFDIR | (sf->mode & 0777)) : (sf->mode & 0777);
+    wire::FileBegin fb{id, sf->size, mode, sf->name};
+    RCP_TRY(ch_.send(fb));
+    files_.emplace(id, std::move(f));
+    cur_ = id;
+    started = true;
+    return {};
+  }
+
+  Status maybe_end(File& f) {
+    if (f.end_sent || f.next_chunk < f.nchunks || f.reads_out > 0) return {};
+    if (!f.ledger.complete()) return make_error(EIO, "internal: '" + f.shown + "' not fully hashed");
+    f.end_sent = true;
+    f.fd.reset();
+    return ch_.send(wire::FileEnd{f.id, f.size, f.ledger.file_digest()});
+  }
+
+  bool all_ended() const {
+    for (auto& [id, f] : files_)
+      if (!f.end_sent) return false;
+    return true;
+  }
+
+  Channel& ch_;
+  Transport& t_;
+  Ring& ring_;
+  const SessionOptions& opt_;
+  std::deque<SourceOpener> openers_;
+  Pool pool_;
+  std::unique_ptr<HashPool> hp_;  // after pool_: its workers stop before the pool goes
+  IndexPool free_;
+  std::vector<Slot> slots_;
+  std::map<uint32_t, File> files_;
+  std::optional<uint32_t> cur_;
+  uint32_t next_id_ = 1;
+  int64_t chunk_seq_ = 0;
+  bool finish_sent_ = false;
+  bool done_ = false;
+  TransferStats stats_;
+};
+}  // namespace
+
+Result<TransferStats> run_source(Channel& ch, std::vector<SourceOpener> files, const SessionOptions& opt) {
+  RCP_ASSIGN(auto ring, Ring::create(256));
+  Source s(ch, *ring, std::move(files), opt);
+  RCP_TRY(s.init());
+  Status st = run_loop(ch, *ring, s, opt);
+  ring->drain();  // before s (and its pool) goes
+  if (!st.ok()) {
+    (void)ch.send(wire::ErrorMsg{st.error().code, st.error().context});
+    return st.error();
+  }
+  return std::move(s.stats());
+}
+
+}  // namespace rcp

@@ -1,0 +1,23 @@
+/// The source role: holds the bytes. Opens each file when its turn comes
+/// (fs/sources.h), reads it with io_uring READ_FIXED into the slots of its
+/// registered pool, hashes each chunk and announces it (CHUNK_READY: address,
+/// key, digest) for the sink to pull; a CHUNK_DONE returns slots to refill.
+/// FILE_END carries the file digest; the sink answers each file with a
+/// FILE_RESULT and the session with DONE.
+#pragma once
+
+#include <vector>
+
+#include "fs/sources.h"
+#include "session/channel.h"
+#include "session/options.h"
+#include "util/result.h"
+
+namespace rcp {
+
+/// Sends `files` in order over ch, as the source of a session whose OPEN
+/// has been answered. Files that fail are counted in the stats; an error is
+/// returned only for a failed session (and sent to the peer as ERROR).
+Result<TransferStats> run_source(Channel& ch, std::vector<SourceOpener> files, const SessionOptions& opt);
+
+}  // namespace rcp
