@@ -16,6 +16,7 @@
 
 #include "fs/path.h"
 #include "hash/digest.h"
+#include "session/config.h"
 #include "session/session.h"
 #include "transport/connect.h"
 #include "util/log.h"
@@ -86,15 +87,15 @@ Result<std::vector<SourceOpener>> push_sources(const std::vector<std::string>& s
   return files;
 }
 
-SessionOptions session_options(const Options& o, Checksum algo) {
-  SessionOptions s;
+/// The user's settings, as lib/session/config.h takes them.
+Settings settings(const Options& o, Checksum algo) {
+  Settings s;
   s.checksum = algo;
   s.chunk_size = o.chunk_kib * 1024;
-  s.slots = o.window;
-  s.block_size = std::min<uint32_t>(64u << 10, s.chunk_size);
-  s.blocks = std::max<uint32_t>(o.window * blocks_for(s.chunk_size, s.block_size), 1);
+  s.window = o.window;
   s.fsync = o.fsync;
   s.hash_threads = o.hash_threads;
+  s.streams = o.streams;
   s.cancel = &g_cancel;
   return s;
 }
@@ -110,6 +111,7 @@ int run(const Options& o) {
     log_error("unknown checksum '{}' (xxh128, sha256, none)", o.checksum);
     return kExitUsage;
   }
+  const Settings set = settings(o, *algo);
   ConnectOptions co;
   if (!parse_transport(o.transport, co.kind)) {
     log_error("unknown transport '{}' (auto, rdma, tcp)", o.transport);
@@ -117,10 +119,8 @@ int run(const Options& o) {
   }
   co.rdma_port = o.rdma_port;
   co.tcp_port = o.tcp_port;
-  co.max_chunk = o.chunk_kib * 1024;
-  co.tcp_streams = o.streams ? o.streams : kDefaultTcpStreams;
-  co.rdma_qps = o.streams ? o.streams : kDefaultRdmaQps;
   co.zerocopy = !o.no_zerocopy;
+  co = connect_options(set, co);
 
   std::vector<std::string> srcs(o.args.begin(), o.args.end() - 1);
   const std::string& dst = o.args.back();
@@ -141,7 +141,6 @@ int run(const Options& o) {
                                  : "all sources of a pull must be remote");
     return kExitUsage;
   }
-  SessionOptions so = session_options(o, *algo);
   const auto t0 = std::chrono::steady_clock::now();
   TransferStats total;
   std::string carried_by;
@@ -174,7 +173,7 @@ int run(const Options& o) {
       return kExitConnect;
     }
     Channel ch(*t.value());
-    so.chunk_size = std::min(so.chunk_size, t.value()->negotiated().max_chunk);
+    const SessionOptions so = session_options(set, Role::source, t.value()->negotiated());
     if (auto s = ch.send(wire::Open{wire::Op::put, *algo, flags, rdst->module_path}); !s.ok()) {
       log_error("{}", s.error().message());
       return kExitConnect;
@@ -209,6 +208,7 @@ int run(const Options& o) {
         return kExitConnect;
       }
       Channel ch(*t.value());
+      const SessionOptions so = session_options(set, Role::sink, t.value()->negotiated());
       const uint16_t flags = (o.fsync ? wire::kOpenFsync : 0) | (o.recursive ? wire::kOpenRecursive : 0);
       if (auto s = ch.send(wire::Open{wire::Op::get, *algo, flags, r->module_path}); !s.ok()) {
         log_error("{}", s.error().message());

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "fs/path.h"
+#include "session/config.h"
 #include "session/session.h"
 #include "transport/connect.h"
 #include "transport/rdma/rdma_transport.h"
@@ -41,27 +42,12 @@ struct Export {
 
 struct Daemon {
   std::map<std::string, Export> exports;
-  uint32_t chunk_size = 1u << 20;
-  uint32_t window = 16;
+  Settings settings;  ///< every session's, but for the checksum and fsync its OPEN asks for
   uint32_t max_connections = 64;
-  unsigned hash_threads = 1;
   std::atomic<uint32_t> active{0};
   std::mutex mu;
   std::condition_variable cv;
 };
-
-SessionOptions session_options(const Daemon& d, Checksum algo, bool fsync) {
-  SessionOptions s;
-  s.checksum = algo;
-  s.chunk_size = d.chunk_size;
-  s.slots = d.window;
-  s.block_size = std::min<uint32_t>(64u << 10, d.chunk_size);
-  s.blocks = d.window * blocks_for(d.chunk_size, s.block_size);
-  s.fsync = fsync;
-  s.hash_threads = d.hash_threads;
-  s.cancel = &g_stop;
-  return s;
-}
 
 /// What a get sends: one file, or with kOpenRecursive a directory and
 /// everything below it — every path opened beneath the export, symlinks
@@ -102,20 +88,21 @@ void serve(Daemon& d, Transport& t) {
   auto rel = clean_relative(rest);
   if (!rel.ok()) return refuse(rel.error());
   const std::string shown = module + (rel->empty() ? "" : "/" + rel.value());
-  SessionOptions so = session_options(d, open->checksum, open->flags & wire::kOpenFsync);
+  Settings set = d.settings;
+  set.checksum = open->checksum;
+  set.fsync = open->flags & wire::kOpenFsync;
   const auto t0 = std::chrono::steady_clock::now();
   Result<TransferStats> st = TransferStats{};
   if (open->op == wire::Op::put) {
     auto dest = resolve_destination_beneath(ex->second.root.get(), rel.value(), open->flags & wire::kOpenMulti, shown);
     if (!dest.ok()) return refuse(dest.error());
     if (auto s = ch.send(wire::OpenOk{static_cast<uint8_t>(dest->is_dir)}); !s.ok()) return refuse(s.error());
-    st = run_sink(ch, dest.value(), so);
+    st = run_sink(ch, dest.value(), session_options(set, Role::sink, t.negotiated()));
   } else {
     auto files = get_sources(ex->second.root.get(), rel.value(), shown, open->flags & wire::kOpenRecursive);
     if (!files.ok()) return refuse(files.error());
     if (auto s = ch.send(wire::OpenOk{0}); !s.ok()) return refuse(s.error());
-    so.chunk_size = std::min(so.chunk_size, t.negotiated().max_chunk);
-    st = run_source(ch, std::move(files.value()), so);
+    st = run_source(ch, std::move(files.value()), session_options(set, Role::source, t.negotiated()));
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) {
@@ -192,7 +179,7 @@ int run(Daemon& d, const std::string& listen, uint16_t rdma_port, uint16_t tcp_p
     for (int i = 0; i < n; ++i) {
       if (out[i].data.u32 == 1) {
         RdmaOptions ro;
-        ro.max_chunk = d.chunk_size;
+        ro.max_chunk = d.settings.chunk_size;
         auto t = rl->accept_next(ro);
         if (!t.ok()) {
           log_error("{}", t.error().message());
@@ -230,7 +217,7 @@ int run(Daemon& d, const std::string& listen, uint16_t rdma_port, uint16_t tcp_p
         auto shared = std::make_shared<Fd>(std::move(sock));
         spawn(d, [&d, shared, peer]() {
           TcpOptions to;
-          to.max_chunk = d.chunk_size;
+          to.max_chunk = d.settings.chunk_size;
           to.timeout_ms = 5000;
           auto t = tcp_accept(std::move(*shared), peer, to);
           if (!t.ok()) {
@@ -268,8 +255,8 @@ int main(int argc, char** argv) {
   app.add_option("-P,--port", rdma_port, "rdma_cm port")->capture_default_str();
   app.add_option("--tcp-port", tcp_port, "TCP port")->capture_default_str();
   app.add_option("--chunk-size,--buffer-size", chunk_kib, "largest chunk in KiB (one buffer of the pool)")->capture_default_str()->check(CLI::Range(4, 65536));
-  app.add_option("--window", d.window, "chunks in flight per connection")->capture_default_str()->check(CLI::Range(1, 4096));
-  app.add_option("--hash-threads", d.hash_threads, "digest threads per session (0: on the I/O loop)")
+  app.add_option("--window", d.settings.window, "chunks in flight per connection")->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--hash-threads", d.settings.hash_threads, "digest threads per session (0: on the I/O loop)")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
   app.add_option("--max-connections", d.max_connections, "sessions served at once")->capture_default_str();
@@ -283,7 +270,8 @@ int main(int argc, char** argv) {
   }
   set_log_prefix("rcpd");
   set_log_level(verbose > 1 ? LogLevel::debug : verbose ? LogLevel::info : LogLevel::error);
-  d.chunk_size = chunk_kib * 1024;
+  d.settings.chunk_size = chunk_kib * 1024;
+  d.settings.cancel = &g_stop;
   TransportKind kind;
   if (!parse_transport(transport, kind)) {
     log_error("unknown transport '{}'", transport);
@@ -319,7 +307,7 @@ int main(int argc, char** argv) {
   }
   rlimit ml{};
   if (getrlimit(RLIMIT_MEMLOCK, &ml) == 0 && ml.rlim_cur != RLIM_INFINITY && geteuid() != 0 &&
-      ml.rlim_cur < uint64_t{d.chunk_size} * d.window * 4)
+      ml.rlim_cur < uint64_t{d.settings.chunk_size} * d.settings.window * 4)
     log_error("RLIMIT_MEMLOCK is {} KiB; registering buffers may fail (raise `ulimit -l` or LimitMEMLOCK)",
               ml.rlim_cur / 1024);
   struct sigaction sa{};

@@ -1,0 +1,48 @@
+/// The effective configuration, computed in one place. The user states
+/// Settings once (rcp's command line, rcpd's options plus the client's
+/// OPEN); connect_options() derives what this side announces when it
+/// connects, session_options() what one session runs with once the peer's
+/// limits are known (transport.h Negotiated). Pure functions: rcp and rcpd
+/// call them and nothing else sizes a chunk, a slot or a block
+/// (tests/unit/config_test.cc).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "session/options.h"
+#include "transport/connect.h"
+#include "transport/transport.h"
+
+namespace rcp {
+
+/// What the user asked for.
+struct Settings {
+  Checksum checksum = Checksum::xxh128;
+  uint32_t chunk_size = 1u << 20;  ///< bytes per chunk; also the largest chunk this side accepts
+  uint32_t window = 16;            ///< chunks in flight: the pool is window x chunk_size
+  bool fsync = false;
+  unsigned hash_threads = 1;
+  uint32_t streams = 0;  ///< connections (TCP) or QPs (RDMA) per copy; 0: the transport's default
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+enum class Role { source, sink };
+
+/// The sink's block: a chunk scatters over blocks of this size. 64 KiB, or
+/// the whole chunk when chunks are smaller.
+constexpr uint32_t kMaxBlockSize = 64u << 10;
+
+/// `base` (transport kind, ports, zero-copy: what the caller chose) with
+/// what the settings decide: the largest chunk announced, the streams.
+ConnectOptions connect_options(const Settings& s, ConnectOptions base);
+
+/// What a session in `role` runs with:
+///  - source: chunks of the user's size, but never above what the peer
+///    accepts (n.max_chunk; 0, as from a transport that states no limit,
+///    leaves the user's size); `window` slots of one chunk each.
+///  - sink: the chunk size it announced (it refuses larger chunks); blocks
+///    of min(64 KiB, chunk), enough for `window` whole chunks.
+SessionOptions session_options(const Settings& s, Role role, const Negotiated& n);
+
+}  // namespace rcp
