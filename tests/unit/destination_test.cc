@@ -1,0 +1,137 @@
+// Proves the fs layer's two halves of a copy: expand_source() turns a path
+// into what is sent (a file, or with -r a tree; the same for push and get),
+// and DestinationTree places each incoming entry — refusing unsafe names and
+// a second entry for a single-file destination, creating a tree's
+// directories beneath the destination.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "fs/destination.h"
+#include "fs/sources.h"
+
+using namespace rcp;
+
+namespace {
+
+/// A fresh directory under /tmp, removed on destruction.
+struct Scratch {
+  std::string dir;
+  Scratch() {
+    char tmpl[] = "/tmp/rcp-dest-test.XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+  }
+  ~Scratch() { std::filesystem::remove_all(dir); }
+  std::string at(const std::string& rel) const { return dir + "/" + rel; }
+  void file(const std::string& rel, const std::string& content = "x") const {
+    std::filesystem::create_directories(std::filesystem::path(at(rel)).parent_path());
+    int fd = ::open(at(rel).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    REQUIRE(fd >= 0);
+    REQUIRE(::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()));
+    ::close(fd);
+  }
+};
+
+std::vector<std::string> names(std::vector<SourceOpener>& files) {
+  std::vector<std::string> v;
+  for (auto& op : files) {
+    auto f = op();
+    REQUIRE_MESSAGE(f.ok(), f.error().message());
+    v.push_back(f->name + (f->is_dir ? "/" : ""));
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("expand_source: a file is itself, a directory needs -r, a tree is named after its root") {
+  Scratch s;
+  s.file("top/a.txt");
+  s.file("top/sub/b.txt");
+  ::symlink("/etc/passwd", s.at("top/link").c_str());
+  Fd root(::open(s.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  for (bool beneath : {false, true}) {
+    CAPTURE(beneath);
+    const int dir_fd = beneath ? root.get() : AT_FDCWD;
+    auto path = [&](const std::string& rel) { return beneath ? rel : s.at(rel); };
+    auto one = expand_source(dir_fd, path("top/a.txt"), "a", beneath, false);
+    REQUIRE(one.ok());
+    CHECK_FALSE(one->tree);
+    CHECK(names(one->files) == std::vector<std::string>{"a.txt"});
+
+    auto no_r = expand_source(dir_fd, path("top"), "top", beneath, false);
+    REQUIRE_FALSE(no_r.ok());
+    CHECK(no_r.error().code == EISDIR);
+    CHECK(no_r.error().message().find("'top' is a directory (use -r)") != std::string::npos);
+
+    auto tree = expand_source(dir_fd, path("top"), "top", beneath, true);
+    REQUIRE(tree.ok());
+    CHECK(tree->tree);
+    CHECK(tree->skipped == std::vector<std::string>{"link"});
+    CHECK(names(tree->files) == std::vector<std::string>{"top/", "top/a.txt", "top/sub/", "top/sub/b.txt"});
+  }
+  SUBCASE("the root of an export lands its contents directly") {
+    auto tree = expand_source(root.get(), "", "mod", true, true);
+    REQUIRE(tree.ok());
+    CHECK(names(tree->files) == std::vector<std::string>{"top/", "top/a.txt", "top/sub/", "top/sub/b.txt"});
+  }
+  SUBCASE("a missing file: the push's fails when opened, the get's at once") {
+    auto push = expand_source(AT_FDCWD, s.at("nope"), "nope", false, false);
+    REQUIRE(push.ok());
+    REQUIRE(push->files.size() == 1);
+    CHECK_FALSE(push->files[0]().ok());
+    CHECK_FALSE(expand_source(root.get(), "nope", "nope", true, false).ok());
+  }
+}
+
+TEST_CASE("DestinationTree places entries in a directory destination") {
+  Scratch s;
+  auto dest = resolve_destination_local(s.dir, true);
+  REQUIRE(dest.ok());
+  DestinationTree tree(dest.value());
+
+  PlacedEntry d = tree.place("top", true, 0750, "peer");
+  CHECK(d.error.empty());
+  CHECK(d.rel == "top");
+  CHECK(d.shown == s.dir + "/top");
+  REQUIRE(tree.make_dir(d.rel, 0750, d.shown).ok());
+  struct stat st {};
+  REQUIRE(::stat(s.at("top").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0750);
+
+  PlacedEntry f = tree.place("top/sub/f.txt", false, 0600, "peer");
+  REQUIRE_MESSAGE(f.error.empty(), f.error);
+  CHECK(f.parent);
+  REQUIRE(f.tmp.fd() >= 0);
+  REQUIRE(f.tmp.commit(0600, false).ok());
+  CHECK(std::filesystem::exists(s.at("top/sub/f.txt")));
+
+  for (const std::string bad : {"../evil", "/abs", "a/../b", "a//b", "./a", ""}) {
+    CAPTURE(bad);
+    PlacedEntry e = tree.place(bad, false, 0644, "10.0.0.1:7471");
+    CHECK(e.error == "refused unsafe file name '" + bad + "' from 10.0.0.1:7471");
+    CHECK(e.tmp.fd() < 0);
+  }
+}
+
+TEST_CASE("DestinationTree takes one file, and no directory, into a file destination") {
+  Scratch s;
+  auto dest = resolve_destination_local(s.at("out.bin"), false);
+  REQUIRE(dest.ok());
+  DestinationTree tree(dest.value());
+  PlacedEntry first = tree.place("whatever/the/name", false, 0644, "peer");
+  REQUIRE_MESSAGE(first.error.empty(), first.error);
+  CHECK(first.shown == s.at("out.bin"));
+  PlacedEntry second = tree.place("b", false, 0644, "peer");
+  CHECK(second.error == "several files sent to the single-file destination '" + s.at("out.bin") + "'");
+  PlacedEntry dir = tree.place("d", true, 0755, "peer");
+  CHECK(dir.error == "a directory was sent to the file destination '" + s.at("out.bin") + "'");
+}
