@@ -236,8 +236,11 @@ struct ScriptedSource {
   }
 };
 
+/// Checks the run failed with a protocol error naming `words` (not fatal, so
+/// every case of a table is tried).
 void require_refused(Result<TransferStats>& r, const std::string& words) {
-  REQUIRE_FALSE(r.ok());
+  CHECK_FALSE(r.ok());
+  if (r.ok()) return;
   CHECK(r.error().code == EPROTO);
   INFO("error: ", r.error().context);
   CHECK(r.error().context.find(words) != std::string::npos);
@@ -287,7 +290,7 @@ TEST_CASE("engine: sha256, no checksum, and chunks hashed off the loop all copy 
   const std::string p = src.str("big");
   write_file(p, pattern(3 * 256 * 1024 + 5, 9));
   for (Checksum algo : {Checksum::sha256, Checksum::none, Checksum::xxh128}) {
-    CAPTURE(checksum_name(algo));
+    INFO("checksum: ", std::string(checksum_name(algo)));
     SessionOptions opt = options();
     opt.checksum = algo;
     opt.chunk_size = 256 * 1024;  // at least the off-loop threshold
@@ -501,7 +504,7 @@ TEST_CASE("lying source: overlapping and out-of-file chunks are protocol errors"
       {"a range far past the end", uint64_t{1} << 40, 100},
   };
   for (const Case& k : cases) {
-    CAPTURE(k.what);
+    INFO("case: ", std::string(k.what));
     TempDir dst;
     FakeLink link;
     ScriptedSource s(link, pattern(4 * kChunk, 12));
@@ -575,7 +578,7 @@ TEST_CASE("sink: refuses each message a source must not send, and a source's ERR
       {wire::ErrorMsg{ENOSPC, "source says no"}, "source says no", ENOSPC},
   };
   for (const Case& k : cases) {
-    CAPTURE(k.words);
+    INFO("case: ", std::string(k.words));
     TempDir dst;
     FakeLink link;
     SinkThread sink(link.b(), dst.str(), options());
@@ -700,7 +703,7 @@ TEST_CASE("source: refuses each message a sink must not send, and a sink's ERROR
       {wire::ErrorMsg{EDQUOT, "sink says no"}, "sink says no", EDQUOT},
   };
   for (const Case& k : cases) {
-    CAPTURE(k.words);
+    INFO("case: ", std::string(k.words));
     TempDir src;
     const std::string p = src.str("f");
     write_file(p, pattern(3 * kChunk, 19));
