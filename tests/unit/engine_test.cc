@@ -633,7 +633,39 @@ TEST_CASE("sink: refuses a chunk for an unknown file, after FILE_END, a reused f
     s.send(wire::FileBegin{2, 0, 0644, "g"});
     require_refused(sink.join(), "FILE_BEGIN after FINISH");
   }
+  SUBCASE("a chunk digest of the wrong length") {
+    FakeLink link;
+    ScriptedSource s(link, pattern(kChunk, 15));
+    SinkThread sink(link.b(), dst.str(), options());
+    s.send(wire::FileBegin{1, 10, 0644, "f"});
+    auto c = s.chunk(1, 0, 0, 10);
+    c.digest.len = 4;
+    s.send(c);
+    require_refused(sink.join(), "digest has the wrong length");
+  }
   CHECK(temps_in(dst.path).empty());
+}
+
+TEST_CASE("sink: a name leading out of the destination fails that file and writes nothing outside") {
+  TempDir top;
+  fs::create_directory(top.path / "dst");
+  const std::string dst = top.str("dst");
+  for (const char* name : {"../evil", "a/../../evil", "/tmp/evil", "", ".", ".."}) {
+    INFO("name: ", std::string(name));
+    FakeLink link;
+    ScriptedSource s(link, pattern(kChunk, 22));
+    SinkThread sink(link.b(), dst, options());
+    s.send(wire::FileBegin{1, 10, 0644, name});
+    auto c = s.chunk(1, 0, 0, 10);
+    s.send(c);
+    s.send(wire::FileEnd{1, 10, ScriptedSource::file_digest(10, {c})});
+    s.send(wire::Finish{});
+    auto& r = sink.join();
+    REQUIRE(r.ok());
+    CHECK(r.value().files_failed == 1);
+    CHECK_FALSE(exists(top.str("evil")));
+  }
+  CHECK(fs::is_empty(top.path / "dst"));
 }
 
 TEST_CASE("sink: a read the source's memory does not cover fails the session") {
