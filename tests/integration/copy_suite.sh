@@ -29,6 +29,7 @@ fi
 
 [ -n "$work" ] || work=$(mktemp -d /tmp/rcp-suite.XXXXXX)
 mkdir -p "$work"
+echo "copy_suite[$transport]: work directory $work"
 exp=$work/export out=$work/out src=$work/src outside=$work/outside
 rm -rf "$exp" "$out" "$src" "$outside"
 mkdir -p "$exp" "$out" "$src" "$outside"
@@ -43,6 +44,23 @@ check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; 
 
 nstart=0
 extra_exports=()
+dpid=
+# On any exit: stop the daemon first (it holds the exports open, so a mount it
+# exports is busy while it runs), then unmount, then remove the work directory
+# (kept when a check failed, for its logs; never with a mount left inside).
+cleanup() {
+  if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then kill -TERM "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null; fi
+  if mountpoint -q "$work/tiny" 2>/dev/null; then
+    umount "$work/tiny" || echo "copy_suite: could not unmount $work/tiny" >&2
+  fi
+  if [ "$fail" = 0 ] && ! mountpoint -q "$work/tiny" 2>/dev/null; then
+    rm -rf "$work"
+  else
+    echo "copy_suite: kept $work"
+  fi
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT
 start_daemon() {  # [ENV=VAL ...] : starts rcpd with a log of its own, waits until it is ready
   nstart=$((nstart + 1)); dlog=$work/rcpd.$nstart.log
   # umask 077 (and 027 for rcp below): copies must get the source's modes exactly anyway
@@ -243,7 +261,12 @@ if mount -t tmpfs -o size=1m tmpfs "$work/tiny" 2> "$work/mount.err"; then
   mkdir -p "$work/tiny/d" 2>/dev/null
   rcp "$src/size4095" "$addr:tiny/small"
   check "  ... and the daemon serves the next client" cmp -s "$src/size4095" "$work/tiny/small"
-  umount "$work/tiny"
+  # the daemon exporting the mount keeps it busy: stop it before unmounting
+  stop_daemon
+  umount "$work/tiny" 2> "$work/mount.err"
+  check "  ... and the small tmpfs unmounts once its daemon stopped" test $? = 0
+  extra_exports=()
+  start_daemon
 else
   bad "full-disk test could not mount a small tmpfs (needs root)" "$(cat "$work/mount.err")"
 fi
@@ -362,6 +385,22 @@ else
     check "daemon logged the refusals" grep -q "refused" "$dlog"
     rcp "$src/size4095" "$addr:data/after-garbage"
     check "daemon serves a client after the garbage" cmp -s "$src/size4095" "$exp/after-garbage"
+    # READ_REQ frames for memory outside the pool a get lent (16 slots of 64 KiB): refused, never
+    # served, and logged; a request inside it is served, so the probe itself is shown to work
+    timeout 60 "$rawpeer" "$addr" "$tport" read-probe inside data/size48M 16 > "$work/raw" 2>&1
+    check "a READ_REQ inside the lent pool is served (the probe works)" test $? = 0
+    for p in past-end at-end below far wrap bad-key zero-key; do
+      before=$(grep -c "refusing read" "$dlog")
+      timeout 60 "$rawpeer" "$addr" "$tport" read-probe $p data/size48M 16 > "$work/raw" 2>&1
+      rc=$?
+      after=$(grep -c "refusing read" "$dlog")
+      check "a READ_REQ $p of the pool is refused (rc $rc) and logged by the daemon" test $rc = 0 -a "$after" -gt "$before"
+      [ $rc = 0 ] || sed 's/^/    rawpeer: /' "$work/raw"
+    done
+    check "daemon still running after the read probes" kill -0 "$dpid"
+    rm -f "$out/after-probes"
+    rcp "$addr:data/size1M+1" "$out/after-probes"
+    check "daemon serves a copy after the read probes" cmp -s "$src/size1M+1" "$out/after-probes"
   else
     bad "rawpeer tool not built ($rawpeer)"
   fi
@@ -388,5 +427,4 @@ fi
 if [ $fail -gt 0 ]; then echo "---- rcpd logs (tail) ----"; tail -n 20 "$work"/rcpd.*.log; fi
 echo "copy_suite[$transport]: $pass passed, $fail failed"
 echo "$pass passed, $fail failed"
-[ $fail = 0 ] && rm -rf "$work"
 [ $fail = 0 ]

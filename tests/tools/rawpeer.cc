@@ -1,12 +1,18 @@
 // rawpeer: a hostile or broken TCP peer for the integration suite. It connects to a daemon
 // and sends what a fuzzing attacker would — a truncated hello, a frame announcing a huge
 // length, random bytes — to prove rcpd neither crashes nor allocates what it is told to.
+// read-probe opens a get like a client, learns where the daemon's pool lies from the
+// CHUNK_READYs of its first SLOTS chunks, then asks for bytes the pool does not hold (or, with
+// "inside", bytes it does): the daemon must answer every such READ_REQ with a refusal (READ_ERR,
+// or a hang-up), never with memory. Exit 0 when the answer is the expected one.
 //   rawpeer HOST PORT truncated-hello|huge-frame|huge-read|random SEED|slow-hello
+//   rawpeer HOST PORT read-probe inside|past-end|at-end|below|far|wrap|bad-key|zero-key MODULE/PATH SLOTS
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,13 +48,13 @@ void send_all(int fd, const std::vector<uint8_t>& b) {
   }
 }
 
-std::vector<uint8_t> valid_hello() {
+std::vector<uint8_t> valid_hello(uint32_t max_chunk = 1 << 20) {
   rcp::wire::Hello h;
   h.ctrl_depth = 64;
   h.rd_init = h.rd_resp = 16;
   h.max_sge_rd = 16;
   h.checksums = 7;
-  h.max_chunk = 1 << 20;
+  h.max_chunk = max_chunk;
   return rcp::wire::encode_hello(h);
 }
 
@@ -65,6 +71,155 @@ size_t drain(int fd) {
   }
 }
 
+/// Reads exactly n bytes (5 s per recv); false on EOF, error or timeout.
+bool recv_exact(int fd, uint8_t* p, size_t n) {
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = recv(fd, p + got, n - got, 0);
+    if (r <= 0) return false;
+    got += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// The TCP transport's frames: kind u8, pad u8, pad u16, len u32, cookie u64, then len bytes.
+constexpr uint8_t kFrameMsg = 1, kFrameReadReq = 2, kFrameReadResp = 3, kFrameReadErr = 4;
+struct Frame {
+  uint8_t kind = 0;
+  uint32_t len = 0;
+  uint64_t cookie = 0;
+  std::vector<uint8_t> payload;
+};
+
+std::vector<uint8_t> frame(uint8_t kind, uint64_t cookie, const std::vector<uint8_t>& payload) {
+  std::vector<uint8_t> out;
+  rcp::wire::Writer w(out);
+  w.u8(kind);
+  w.u8(0);
+  w.u16(0);
+  w.u32(static_cast<uint32_t>(payload.size()));
+  w.u64(cookie);
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+/// The next frame, payload included (read replies up to 64 MiB); false when the daemon hung up.
+bool next_frame(int fd, Frame& f) {
+  uint8_t h[16];
+  if (!recv_exact(fd, h, sizeof h)) return false;
+  rcp::wire::Reader r({h, sizeof h});
+  f.kind = r.u8();
+  r.u8();
+  r.u16();
+  f.len = r.u32();
+  f.cookie = r.u64();
+  if (f.len > rcp::wire::kMaxChunk) return false;
+  f.payload.resize(f.len);
+  return recv_exact(fd, f.payload.data(), f.len);
+}
+
+int read_probe(int fd, const std::string& where, const std::string& path, uint32_t slots) {
+  // Hello both ways: the daemon's is followed by its session token.
+  send_all(fd, valid_hello(64 * 1024));  // the daemon's chunks (and slots) are 64 KiB
+  std::vector<uint8_t> theirs(rcp::wire::kHelloTokenSize);
+  if (!recv_exact(fd, theirs.data(), theirs.size())) {
+    std::fprintf(stderr, "rawpeer: no hello from the daemon\n");
+    return 1;
+  }
+  rcp::wire::Open open;
+  open.op = rcp::wire::Op::get;
+  open.path = path;
+  std::vector<uint8_t> msg;
+  if (!rcp::wire::encode(open, msg).ok()) return 2;
+  send_all(fd, frame(kFrameMsg, 0, msg));
+  // Every slot of the pool is lent before any comes back: their chunks map the pool.
+  std::vector<rcp::wire::ChunkReady> chunks;
+  Frame f;
+  while (chunks.size() < slots) {
+    if (!next_frame(fd, f) || f.kind != kFrameMsg) {
+      std::fprintf(stderr, "rawpeer: the daemon hung up before lending %u slots\n", slots);
+      return 1;
+    }
+    auto m = rcp::wire::decode(f.payload);
+    if (!m.ok()) return 1;
+    if (auto* e = std::get_if<rcp::wire::ErrorMsg>(&m.value())) {
+      std::fprintf(stderr, "rawpeer: the daemon refused the get: %s\n", e->message.c_str());
+      return 1;
+    }
+    if (auto* c = std::get_if<rcp::wire::ChunkReady>(&m.value())) chunks.push_back(*c);
+  }
+  uint64_t base = ~uint64_t{0}, end = 0;
+  const uint32_t chunk = chunks.front().length;
+  const uint32_t key = chunks.front().rkey;
+  for (auto& c : chunks) {
+    base = std::min(base, c.addr);
+    end = std::max(end, c.addr + c.length);
+    if (c.length != chunk || c.rkey != key) {
+      std::fprintf(stderr, "rawpeer: chunks of unequal length or keys: use a file of at least %u full chunks\n", slots);
+      return 1;
+    }
+  }
+  if (end - base != uint64_t{slots} * chunk) {
+    std::fprintf(stderr, "rawpeer: the %u chunks do not tile one pool\n", slots);
+    return 1;
+  }
+  uint64_t addr = base;
+  uint32_t len = chunk, k = key;
+  if (where == "inside") {
+    addr = base + chunk;
+  } else if (where == "past-end") {  // the last slot and one byte more
+    addr = end - chunk + 1;
+  } else if (where == "at-end") {  // one byte, just past the pool
+    addr = end;
+    len = 1;
+  } else if (where == "below") {  // from one byte before the pool
+    addr = base - 1;
+  } else if (where == "far") {  // memory the connection never registered
+    addr = base + (uint64_t{1} << 32);
+    len = 4096;
+  } else if (where == "wrap") {  // a range whose end wraps around 2^64
+    addr = ~uint64_t{0} - 4095;
+    len = 8192;
+  } else if (where == "bad-key") {
+    k = key + 1;
+  } else if (where == "zero-key") {
+    k = 0;
+  } else {
+    std::fprintf(stderr, "rawpeer: unknown probe %s\n", where.c_str());
+    return 2;
+  }
+  std::vector<uint8_t> req;
+  rcp::wire::Writer w(req);
+  w.u64(addr);
+  w.u32(k);
+  w.u32(len);
+  constexpr uint64_t kCookie = 0x5eed;
+  send_all(fd, frame(kFrameReadReq, kCookie, req));
+  // The answer: skip control messages, stop at the reply to our cookie or a hang-up.
+  const char* answer = "closed the connection";
+  bool served = false;
+  while (next_frame(fd, f)) {
+    if (f.kind == kFrameMsg) continue;
+    if (f.cookie != kCookie) continue;
+    if (f.kind == kFrameReadResp) {
+      served = true;
+      answer = "sent the bytes";
+    } else if (f.kind == kFrameReadErr) {
+      answer = "refused it (READ_ERR)";
+    } else {
+      answer = "sent an unknown frame";
+    }
+    break;
+  }
+  const bool want_served = where == "inside";
+  std::printf("rawpeer read-probe %s: read of %u bytes at %#llx (key %u; pool [%#llx, %#llx) key %u): daemon %s\n",
+              where.c_str(), len, static_cast<unsigned long long>(addr), k, static_cast<unsigned long long>(base),
+              static_cast<unsigned long long>(end), key, answer);
+  return served == want_served ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,6 +233,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::string mode = argv[3];
+  if (mode == "read-probe") {
+    if (argc < 7) {
+      std::fprintf(stderr, "usage: rawpeer HOST PORT read-probe WHERE MODULE/PATH SLOTS\n");
+      return 2;
+    }
+    int rc = read_probe(fd, argv[4], argv[5], static_cast<uint32_t>(std::atoi(argv[6])));
+    close(fd);
+    return rc;
+  }
   std::vector<uint8_t> out;
   if (mode == "truncated-hello") {
     out = valid_hello();

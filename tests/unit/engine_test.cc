@@ -1,0 +1,789 @@
+// Proves, with source and sink running in one process over the fake transport, that files of
+// every edge size arrive byte-identical, that the sink refuses every lie a source can tell
+// (wrong digests, short or resized files, overlapping, out-of-file and oversize chunks) and the
+// source every lie a sink can tell (credits for slots it never lent or already got back), each
+// time committing nothing and leaving no temp file, and that credits are never exceeded.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fake_transport.h"
+#include "hash/digest.h"
+#include "session/ledger.h"
+#include "session/session.h"
+#include "wire/messages.h"
+
+using namespace rcp;
+using rcp::test::FakeLink;
+using rcp::test::Side;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint32_t kChunk = 64 * 1024;
+/// Long enough that a run which returns did so because it finished or
+/// refused, never because it sat idle until the timeout.
+constexpr int kNoTimeout = 3600 * 1000;
+
+SessionOptions options() {
+  SessionOptions o;
+  o.chunk_size = kChunk;
+  o.slots = 4;
+  o.block_size = 16 * 1024;
+  o.blocks = 16;
+  o.hash_threads = 0;
+  o.idle_timeout_ms = kNoTimeout;
+  return o;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "rcp-engine.XXXXXX").string();
+    REQUIRE(::mkdtemp(t.data()) != nullptr);
+    path = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string str(const std::string& name = "") const { return name.empty() ? path.string() : (path / name).string(); }
+};
+
+std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n);
+  uint32_t x = seed * 2654435761u + 1;
+  for (auto& b : v) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    b = static_cast<uint8_t>(x);
+  }
+  return v;
+}
+
+void write_file(const std::string& path, const std::vector<uint8_t>& data) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  REQUIRE(f.good());
+}
+
+std::optional<std::vector<uint8_t>> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return std::nullopt;
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+/// Temp files the sink left (".NAME.rcp-XXXXXXXX").
+std::vector<std::string> temps_in(const fs::path& dir) {
+  std::vector<std::string> v;
+  for (auto& e : fs::recursive_directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    if (n.size() > 1 && n[0] == '.' && n.find(".rcp-") != std::string::npos) v.push_back(n);
+  }
+  return v;
+}
+
+bool exists(const std::string& p) { return fs::exists(fs::symlink_status(p)); }
+
+std::vector<SourceOpener> openers(const std::vector<std::string>& paths) {
+  std::vector<SourceOpener> v;
+  for (auto& p : paths)
+    v.push_back([p]() { return open_source_file(AT_FDCWD, p, p, false); });
+  return v;
+}
+
+/// The sink running on its own thread over one end of the link.
+class SinkThread {
+ public:
+  SinkThread(Transport& t, const std::string& dest_dir, const SessionOptions& opt) : ch_(t), opt_(opt) {
+    auto d = resolve_destination_local(dest_dir, true);
+    REQUIRE(d.ok());
+    dest_ = std::move(d.value());
+    th_ = std::thread([this] { result_.emplace(run_sink(ch_, dest_, opt_)); });
+  }
+  ~SinkThread() {
+    if (th_.joinable()) th_.join();
+  }
+  Result<TransferStats>& join() {
+    if (th_.joinable()) th_.join();
+    return *result_;
+  }
+
+ private:
+  Channel ch_;
+  SessionOptions opt_;
+  Destination dest_;
+  std::optional<Result<TransferStats>> result_;
+  std::thread th_;
+};
+
+/// The source running on its own thread.
+class SourceThread {
+ public:
+  SourceThread(Transport& t, std::vector<std::string> paths, const SessionOptions& opt) : ch_(t), opt_(opt) {
+    th_ = std::thread([this, paths] { result_.emplace(run_source(ch_, openers(paths), opt_)); });
+  }
+  ~SourceThread() {
+    if (th_.joinable()) th_.join();
+  }
+  Result<TransferStats>& join() {
+    if (th_.joinable()) th_.join();
+    return *result_;
+  }
+
+ private:
+  Channel ch_;
+  SessionOptions opt_;
+  std::optional<Result<TransferStats>> result_;
+  std::thread th_;
+};
+
+struct Copy {
+  std::optional<Result<TransferStats>> source, sink;
+};
+
+/// Runs a whole copy of `paths` into `dest_dir`: sink on a thread, source on this one.
+Copy copy(FakeLink& link, const std::vector<std::string>& paths, const std::string& dest_dir,
+          const SessionOptions& opt = options()) {
+  Copy c;
+  SinkThread sink(link.b(), dest_dir, opt);
+  Channel ch(link.a());
+  c.source.emplace(run_source(ch, openers(paths), opt));
+  c.sink.emplace(std::move(sink.join()));
+  return c;
+}
+
+/// Decodes every message waiting on one end (a test playing a peer).
+std::vector<wire::Message> take_messages(Transport& t) {
+  std::vector<TransportEvent> ev;
+  REQUIRE(t.poll(ev).ok());
+  std::vector<wire::Message> out;
+  for (auto& e : ev) {
+    if (e.kind != TransportEvent::Kind::message) continue;
+    auto m = wire::decode(e.message);
+    REQUIRE(m.ok());
+    out.push_back(std::move(m.value()));
+  }
+  return out;
+}
+
+/// Waits (on the end's fd, no fixed sleep) until `want` says enough has
+/// arrived; everything taken is appended to `got`. Gives up after a minute.
+template <typename Pred>
+bool await(Transport& t, std::vector<wire::Message>& got, Pred want) {
+  for (int i = 0; i < 600; ++i) {
+    for (auto& m : take_messages(t)) got.push_back(std::move(m));
+    if (want(got)) return true;
+    pollfd p{t.wait_fd(), POLLIN, 0};
+    ::poll(&p, 1, 100);
+  }
+  return false;
+}
+
+template <typename M>
+size_t count_of(const std::vector<wire::Message>& v) {
+  size_t n = 0;
+  for (auto& m : v) n += std::holds_alternative<M>(m);
+  return n;
+}
+
+/// A test playing the source: its memory registered on end a, messages sent by hand.
+struct ScriptedSource {
+  FakeLink& link;
+  std::vector<uint8_t> mem;
+  uint32_t key = 0;
+
+  ScriptedSource(FakeLink& l, std::vector<uint8_t> data) : link(l), mem(std::move(data)) {
+    auto k = link.a().register_memory(mem.data(), mem.size(), true);
+    REQUIRE(k.ok());
+    key = k.value();
+  }
+  void send(const wire::Message& m) {
+    std::vector<uint8_t> buf;
+    REQUIRE(wire::encode(m, buf).ok());
+    REQUIRE(link.a().send(buf).ok());
+  }
+  /// A truthful CHUNK_READY for file bytes [offset, offset+length) held at the same offset of mem.
+  wire::ChunkReady chunk(uint32_t file_id, uint32_t slot, uint64_t offset, uint32_t length) const {
+    wire::ChunkReady c;
+    c.file_id = file_id;
+    c.slot = slot;
+    c.offset = offset;
+    c.length = length;
+    c.addr = reinterpret_cast<uint64_t>(mem.data()) + offset;
+    c.rkey = key;
+    c.digest = digest_of(Checksum::xxh128, {mem.data() + offset, length});
+    return c;
+  }
+  /// The file digest over the given chunks, as an honest source computes it.
+  static wire::Digest file_digest(uint64_t size, const std::vector<wire::ChunkReady>& chunks) {
+    FileLedger l(Checksum::xxh128, size);
+    for (auto& c : chunks) l.add_digest(c.offset, c.length, c.digest);
+    return l.file_digest();
+  }
+};
+
+/// Checks the run failed with a protocol error naming `words` (not fatal, so
+/// every case of a table is tried).
+void require_refused(Result<TransferStats>& r, const std::string& words) {
+  CHECK_FALSE(r.ok());
+  if (r.ok()) return;
+  CHECK(r.error().code == EPROTO);
+  INFO("error: ", r.error().context);
+  CHECK(r.error().context.find(words) != std::string::npos);
+}
+
+void require_nothing_left(const TempDir& dir, const std::string& name) {
+  CHECK_FALSE(exists(dir.str(name)));
+  CHECK(temps_in(dir.path).empty());
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- good copies
+
+TEST_CASE("engine: files of edge sizes arrive byte-identical, credits never exceeded") {
+  TempDir src, dst;
+  const std::vector<size_t> sizes = {0, 1, kChunk - 1, kChunk, kChunk + 1, 5 * kChunk + 7, 9 * kChunk};
+  std::vector<std::string> paths;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    paths.push_back(src.str("f" + std::to_string(i)));
+    write_file(paths.back(), pattern(sizes[i], static_cast<uint32_t>(i + 1)));
+  }
+  SessionOptions opt = options();
+  FakeLink link({.reads_in_flight = 3, .max_sge = 2, .credit_limit = opt.slots});
+  Copy c = copy(link, paths, dst.str(), opt);
+  REQUIRE(c.source->ok());
+  REQUIRE(c.sink->ok());
+  CHECK(c.source->value().files_ok == sizes.size());
+  CHECK(c.sink->value().files_ok == sizes.size());
+  CHECK(c.source->value().files_failed == 0);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    auto got = read_file(dst.str("f" + std::to_string(i)));
+    REQUIRE(got.has_value());
+    CHECK(*got == pattern(sizes[i], static_cast<uint32_t>(i + 1)));
+  }
+  CHECK(temps_in(dst.path).empty());
+  auto seen = link.seen();
+  INFO("violations: ", seen.violations.empty() ? "" : seen.violations.front());
+  CHECK(seen.violations.empty());
+  CHECK(seen.max_chunks_out >= 1);
+  CHECK(seen.max_chunks_out <= opt.slots);
+  CHECK(seen.reads_refused == 0);
+}
+
+TEST_CASE("engine: sha256, no checksum, and chunks hashed off the loop all copy byte-identical") {
+  TempDir src, dst;
+  const std::string p = src.str("big");
+  write_file(p, pattern(3 * 256 * 1024 + 5, 9));
+  for (Checksum algo : {Checksum::sha256, Checksum::none, Checksum::xxh128}) {
+    INFO("checksum: ", std::string(checksum_name(algo)));
+    SessionOptions opt = options();
+    opt.checksum = algo;
+    opt.chunk_size = 256 * 1024;  // at least the off-loop threshold
+    opt.blocks = 64;
+    opt.hash_threads = 2;
+    FakeLink link({.credit_limit = opt.slots});
+    fs::remove(dst.str("big"));
+    Copy c = copy(link, {p}, dst.str(), opt);
+    REQUIRE(c.source->ok());
+    REQUIRE(c.sink->ok());
+    CHECK(read_file(dst.str("big")) == read_file(p));
+    CHECK(link.seen().violations.empty());
+  }
+}
+
+TEST_CASE("engine: nothing is renamed into place before its ledger is complete") {
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  write_file(p, pattern(6 * kChunk + 3, 4));
+  FakeLink link;
+  // Every message the sink sends is checked: until it sends the FILE_RESULT,
+  // the file must not exist under its name (commit comes right before it).
+  std::atomic<int> early{0}, results{0};
+  const std::string target = dst.str("f");
+  link.set_hook(Side::b, [&](wire::Message& m, std::vector<wire::Message>& out) {
+    if (std::holds_alternative<wire::FileResult>(m)) {
+      ++results;
+      if (!exists(target)) ++early;  // a FILE_RESULT ok without the file is wrong too
+    } else if (results == 0 && exists(target)) {
+      ++early;
+    }
+    out.push_back(m);
+  });
+  Copy c = copy(link, {p}, dst.str());
+  REQUIRE(c.sink->ok());
+  CHECK(results == 1);
+  CHECK(early == 0);
+  CHECK(read_file(target) == read_file(p));
+}
+
+TEST_CASE("engine: the source lends no more chunks than its slots and refills only returned ones") {
+  TempDir src;
+  const std::string p = src.str("f");
+  write_file(p, pattern(10 * kChunk, 5));
+  SessionOptions opt = options();
+  opt.slots = 3;
+  FakeLink link({.credit_limit = 3});
+  SourceThread source(link.a(), {p}, opt);
+  // The test is the sink: it returns no credit until three chunks are out.
+  std::vector<wire::Message> got;
+  REQUIRE(await(link.b(), got, [](auto& v) { return count_of<wire::ChunkReady>(v) >= 3; }));
+  uint32_t first_slot = 0;
+  for (auto& m : got)
+    if (auto* c = std::get_if<wire::ChunkReady>(&m)) {
+      first_slot = c->slot;
+      break;
+    }
+  // One slot back: exactly one more chunk may follow (the link flags a fourth before it).
+  link.inject(Side::b, wire::ChunkDone{{first_slot}});
+  REQUIRE(await(link.b(), got, [](auto& v) { return count_of<wire::ChunkReady>(v) >= 4; }));
+  link.inject(Side::b, wire::ErrorMsg{ECANCELED, "test sink gives up"});
+  auto& r = source.join();
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().context.find("test sink gives up") != std::string::npos);
+  auto seen = link.seen();
+  INFO("violations: ", seen.violations.empty() ? "" : seen.violations.front());
+  CHECK(seen.violations.empty());
+  CHECK(seen.max_chunks_out == 3);
+}
+
+TEST_CASE("fake link: flags a chunk beyond the slots lent and a slot lent twice") {
+  FakeLink link({.credit_limit = 2});
+  wire::ChunkReady c;
+  c.length = 1;
+  c.digest.len = 16;
+  for (uint32_t s : {0u, 1u}) {
+    c.slot = s;
+    link.inject(Side::a, c);
+  }
+  CHECK(link.seen().violations.empty());
+  c.slot = 1;
+  link.inject(Side::a, c);  // slot 1 is still out
+  c.slot = 2;
+  link.inject(Side::a, c);  // a third chunk out
+  CHECK(link.seen().violations.size() == 3);  // slot 1 twice, then 3 out (twice)
+}
+
+// ---------------------------------------------------------------- corruption
+
+TEST_CASE("engine: a chunk corrupted once on the wire is fetched again and the copy succeeds") {
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  write_file(p, pattern(4 * kChunk + 100, 6));
+  FakeLink link;
+  link.set_read_hook([](uint64_t seq, uint64_t, uint32_t) { return seq == 2; });
+  Copy c = copy(link, {p}, dst.str());
+  REQUIRE(c.source->ok());
+  REQUIRE(c.sink->ok());
+  CHECK(c.source->value().files_ok == 1);
+  CHECK(read_file(dst.str("f")) == read_file(p));
+  CHECK(link.seen().reads == 5 + 1);  // five chunks, one of them twice
+}
+
+TEST_CASE("engine: a chunk corrupted every time fails its file promptly and keeps the old file") {
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  write_file(p, pattern(4 * kChunk + 100, 7));
+  const std::vector<uint8_t> old = pattern(1000, 99);
+  write_file(dst.str("f"), old);
+  FakeLink link;
+  // The chunk at offset 2*kChunk is always damaged on the wire. A slot is
+  // lent again only once returned, so the last chunk announced at an address
+  // is the one a read of that address fetches. (Both hooks run under the link's lock.)
+  std::map<uint64_t, uint64_t> offset_at;
+  int bad_reads = 0;
+  link.set_hook(Side::a, [&](wire::Message& m, std::vector<wire::Message>& out) {
+    if (auto* cr = std::get_if<wire::ChunkReady>(&m)) offset_at[cr->addr] = cr->offset;
+    out.push_back(m);
+  });
+  link.set_read_hook([&](uint64_t, uint64_t addr, uint32_t) {
+    if (offset_at[addr] != 2 * kChunk) return false;
+    ++bad_reads;
+    return true;
+  });
+  // idle_timeout_ms is an hour: these runs return because the failure was reported.
+  Copy c = copy(link, {p}, dst.str());
+  REQUIRE(c.source->ok());
+  REQUIRE(c.sink->ok());
+  CHECK(c.source->value().files_failed == 1);
+  CHECK(c.sink->value().files_failed == 1);
+  REQUIRE(c.source->value().errors.size() == 1);
+  CHECK(c.source->value().errors[0].find("failed xxh128 verification twice") != std::string::npos);
+  CHECK(bad_reads == 2);  // fetched once more, then given up
+  CHECK(read_file(dst.str("f")) == old);
+  CHECK(temps_in(dst.path).empty());
+}
+
+// ---------------------------------------------------------------- a lying source
+
+TEST_CASE("lying source: a wrong file digest at FILE_END commits nothing, the old file stays") {
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  write_file(p, pattern(3 * kChunk + 1, 8));
+  const std::vector<uint8_t> old = pattern(77, 98);
+  write_file(dst.str("f"), old);
+  FakeLink link;
+  link.set_hook(Side::a, [](wire::Message& m, std::vector<wire::Message>& out) {
+    if (auto* fe = std::get_if<wire::FileEnd>(&m)) fe->digest.bytes[0] ^= 1;
+    out.push_back(m);
+  });
+  Copy c = copy(link, {p}, dst.str());
+  REQUIRE(c.sink->ok());
+  CHECK(c.sink->value().files_failed == 1);
+  CHECK(c.sink->value().files_ok == 0);
+  REQUIRE(c.source->ok());
+  REQUIRE(c.source->value().errors.size() == 1);
+  CHECK(c.source->value().errors[0].find("file digest mismatch") != std::string::npos);
+  CHECK(read_file(dst.str("f")) == old);
+  CHECK(temps_in(dst.path).empty());
+}
+
+TEST_CASE("lying source: FILE_END before every chunk was sent commits nothing") {
+  TempDir dst;
+  FakeLink link;
+  ScriptedSource s(link, pattern(3 * kChunk, 10));
+  SinkThread sink(link.b(), dst.str(), options());
+  s.send(wire::FileBegin{1, 3 * kChunk, 0644, "f"});
+  auto c0 = s.chunk(1, 0, 0, kChunk);
+  s.send(c0);
+  // Its digest agrees with the one chunk sent: only the size gives the lie away.
+  s.send(wire::FileEnd{1, 3 * kChunk, ScriptedSource::file_digest(3 * kChunk, {c0})});
+  s.send(wire::Finish{});
+  auto& r = sink.join();
+  REQUIRE(r.ok());
+  CHECK(r.value().files_failed == 1);
+  REQUIRE(r.value().errors.size() == 1);
+  CHECK(r.value().errors[0].find("incomplete") != std::string::npos);
+  require_nothing_left(dst, "f");
+}
+
+TEST_CASE("lying source: FILE_END with another size than FILE_BEGIN is a protocol error") {
+  for (int delta : {+1, -1}) {
+    CAPTURE(delta);
+    TempDir src, dst;
+    const std::string p = src.str("f");
+    write_file(p, pattern(2 * kChunk + 5, 11));
+    FakeLink link;
+    link.set_hook(Side::a, [delta](wire::Message& m, std::vector<wire::Message>& out) {
+      if (auto* fe = std::get_if<wire::FileEnd>(&m)) fe->size += delta;
+      out.push_back(m);
+    });
+    Copy c = copy(link, {p}, dst.str());
+    require_refused(*c.sink, "FILE_END size differs");
+    CHECK_FALSE(c.source->ok());  // told by the sink's ERROR
+    require_nothing_left(dst, "f");
+  }
+}
+
+TEST_CASE("lying source: overlapping and out-of-file chunks are protocol errors") {
+  struct Case {
+    const char* what;
+    uint64_t offset;
+    uint32_t length;
+  };
+  // The file is 2*kChunk; chunk [0, kChunk) is sent first, honestly.
+  const Case cases[] = {
+      {"the same range again", 0, kChunk},
+      {"a range overlapping its end", kChunk - 1, 2},
+      {"a range leaving the file", 2 * kChunk - 10, 20},
+      {"a range wholly past the end", 2 * kChunk, 100},
+      {"a range far past the end", uint64_t{1} << 40, 100},
+  };
+  for (const Case& k : cases) {
+    INFO("case: ", std::string(k.what));
+    TempDir dst;
+    FakeLink link;
+    ScriptedSource s(link, pattern(4 * kChunk, 12));
+    SinkThread sink(link.b(), dst.str(), options());
+    s.send(wire::FileBegin{1, 2 * kChunk, 0644, "f"});
+    auto c0 = s.chunk(1, 0, 0, kChunk);
+    s.send(c0);
+    wire::ChunkReady lie = s.chunk(1, 1, std::min<uint64_t>(k.offset, 3 * kChunk), k.length);
+    lie.offset = k.offset;
+    s.send(lie);
+    auto c1 = s.chunk(1, 2, kChunk, kChunk);
+    s.send(c1);
+    s.send(wire::FileEnd{1, 2 * kChunk, ScriptedSource::file_digest(2 * kChunk, {c0, c1})});
+    s.send(wire::Finish{});
+    auto& r = sink.join();
+    require_refused(r, "overlaps another or lies outside");
+    require_nothing_left(dst, "f");
+  }
+}
+
+TEST_CASE("lying source: a chunk longer than the agreed chunk size is a protocol error") {
+  TempDir dst;
+  FakeLink link;
+  const uint64_t size = 2 * kChunk + 1;
+  ScriptedSource s(link, pattern(size, 13));
+  SinkThread sink(link.b(), dst.str(), options());
+  s.send(wire::FileBegin{1, size, 0644, "f"});
+  // Everything else true: the bytes, the digests, the sizes.
+  auto big = s.chunk(1, 0, 0, kChunk + 1);
+  auto rest = s.chunk(1, 1, kChunk + 1, kChunk);
+  s.send(big);
+  s.send(rest);
+  s.send(wire::FileEnd{1, size, ScriptedSource::file_digest(size, {big, rest})});
+  s.send(wire::Finish{});
+  auto& r = sink.join();
+  require_refused(r, "exceeds the agreed");
+  require_nothing_left(dst, "f");
+}
+
+TEST_CASE("lying source: a chunk whose bytes differ from its digest fails the file, nothing committed") {
+  TempDir dst;
+  FakeLink link;
+  ScriptedSource s(link, pattern(kChunk, 14));
+  SinkThread sink(link.b(), dst.str(), options());
+  s.send(wire::FileBegin{1, kChunk, 0644, "f"});
+  auto c0 = s.chunk(1, 0, 0, kChunk);
+  auto fe = wire::FileEnd{1, kChunk, ScriptedSource::file_digest(kChunk, {c0})};
+  s.mem[5] ^= 1;  // after hashing: every fetch sees other bytes
+  s.send(c0);
+  s.send(fe);
+  s.send(wire::Finish{});
+  auto& r = sink.join();
+  REQUIRE(r.ok());
+  CHECK(r.value().files_failed == 1);
+  require_nothing_left(dst, "f");
+}
+
+TEST_CASE("sink: refuses each message a source must not send, and a source's ERROR ends it") {
+  struct Case {
+    wire::Message m;
+    const char* words;
+    int code;
+  };
+  const Case cases[] = {
+      {wire::Open{}, "unexpected OPEN", EPROTO},
+      {wire::OpenOk{}, "unexpected OPEN_OK", EPROTO},
+      {wire::ChunkDone{{0}}, "unexpected CHUNK_DONE", EPROTO},
+      {wire::FileResult{1, 0, ""}, "unexpected FILE_RESULT", EPROTO},
+      {wire::Done{}, "unexpected DONE", EPROTO},
+      {wire::FileEnd{7, 0, {}}, "FILE_END for an unknown file", EPROTO},
+      {wire::ErrorMsg{ENOSPC, "source says no"}, "source says no", ENOSPC},
+  };
+  for (const Case& k : cases) {
+    INFO("case: ", std::string(k.words));
+    TempDir dst;
+    FakeLink link;
+    SinkThread sink(link.b(), dst.str(), options());
+    link.inject(Side::a, k.m);
+    auto& r = sink.join();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == k.code);
+    CHECK(r.error().context.find(k.words) != std::string::npos);
+  }
+}
+
+TEST_CASE("sink: refuses a chunk for an unknown file, after FILE_END, a reused file id, a file after FINISH") {
+  TempDir dst;
+  SUBCASE("chunk for an unknown file") {
+    FakeLink link;
+    ScriptedSource s(link, pattern(kChunk, 15));
+    SinkThread sink(link.b(), dst.str(), options());
+    s.send(s.chunk(3, 0, 0, 10));
+    require_refused(sink.join(), "chunk for unknown file");
+  }
+  SUBCASE("chunk after FILE_END") {
+    FakeLink link;
+    ScriptedSource s(link, pattern(kChunk, 15));
+    SinkThread sink(link.b(), dst.str(), options());
+    s.send(wire::FileBegin{1, 20, 0644, "f"});
+    auto c0 = s.chunk(1, 0, 0, 10);
+    s.send(c0);
+    s.send(wire::FileEnd{1, 20, {}});
+    s.send(s.chunk(1, 1, 10, 10));
+    // Refused either while the first chunk is still active or, once the
+    // short file has failed and been forgotten, as a chunk for no file.
+    auto& r = sink.join();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == EPROTO);
+    CHECK((r.error().context.find("chunk after FILE_END") != std::string::npos ||
+           r.error().context.find("chunk for unknown file") != std::string::npos));
+  }
+  SUBCASE("file id reused") {
+    FakeLink link;
+    ScriptedSource s(link, pattern(kChunk, 15));
+    SinkThread sink(link.b(), dst.str(), options());
+    s.send(wire::FileBegin{2, 0, 0644, "f"});
+    s.send(wire::FileBegin{2, 0, 0644, "g"});
+    require_refused(sink.join(), "file id reused");
+  }
+  SUBCASE("FILE_BEGIN after FINISH") {
+    FakeLink link;
+    ScriptedSource s(link, pattern(kChunk, 15));
+    SinkThread sink(link.b(), dst.str(), options());
+    s.send(wire::FileBegin{1, 10, 0644, "f"});
+    s.send(wire::Finish{});
+    s.send(wire::FileBegin{2, 0, 0644, "g"});
+    require_refused(sink.join(), "FILE_BEGIN after FINISH");
+  }
+  SUBCASE("a chunk digest of the wrong length") {
+    FakeLink link;
+    ScriptedSource s(link, pattern(kChunk, 15));
+    SinkThread sink(link.b(), dst.str(), options());
+    s.send(wire::FileBegin{1, 10, 0644, "f"});
+    auto c = s.chunk(1, 0, 0, 10);
+    c.digest.len = 4;
+    s.send(c);
+    require_refused(sink.join(), "digest has the wrong length");
+  }
+  CHECK(temps_in(dst.path).empty());
+}
+
+TEST_CASE("sink: a name leading out of the destination fails that file and writes nothing outside") {
+  TempDir top;
+  fs::create_directory(top.path / "dst");
+  const std::string dst = top.str("dst");
+  for (const char* name : {"../evil", "a/../../evil", "/tmp/evil", "", ".", ".."}) {
+    INFO("name: ", std::string(name));
+    FakeLink link;
+    ScriptedSource s(link, pattern(kChunk, 22));
+    SinkThread sink(link.b(), dst, options());
+    s.send(wire::FileBegin{1, 10, 0644, name});
+    auto c = s.chunk(1, 0, 0, 10);
+    s.send(c);
+    s.send(wire::FileEnd{1, 10, ScriptedSource::file_digest(10, {c})});
+    s.send(wire::Finish{});
+    auto& r = sink.join();
+    REQUIRE(r.ok());
+    CHECK(r.value().files_failed == 1);
+    CHECK_FALSE(exists(top.str("evil")));
+  }
+  CHECK(fs::is_empty(top.path / "dst"));
+}
+
+TEST_CASE("sink: a read the source's memory does not cover fails the session") {
+  TempDir dst;
+  FakeLink link;
+  ScriptedSource s(link, pattern(kChunk, 16));
+  SinkThread sink(link.b(), dst.str(), options());
+  s.send(wire::FileBegin{1, kChunk, 0644, "f"});
+  auto c = s.chunk(1, 0, 0, kChunk);
+  c.addr += 1;  // one byte past the registration at its end
+  s.send(c);
+  auto& r = sink.join();
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == EACCES);
+  CHECK(link.seen().reads_refused == 1);
+  require_nothing_left(dst, "f");
+}
+
+// ---------------------------------------------------------------- a lying sink
+
+TEST_CASE("lying sink: CHUNK_DONE for a slot the source never lent is a protocol error") {
+  for (uint32_t extra : {1u, 1000u}) {  // a free slot of the pool, and one past its end
+    CAPTURE(extra);
+    TempDir src, dst;
+    const std::string p = src.str("f");
+    write_file(p, pattern(kChunk / 2, 17));  // one chunk: one slot lent
+    FakeLink link;
+    SessionOptions opt = options();
+    link.set_hook(Side::b, [&](wire::Message& m, std::vector<wire::Message>& out) {
+      if (auto* d = std::get_if<wire::ChunkDone>(&m))
+        d->slots.push_back(extra == 1 ? (d->slots.front() + 1) % opt.slots : d->slots.front() + extra);
+      out.push_back(m);
+    });
+    Copy c = copy(link, {p}, dst.str(), opt);
+    require_refused(*c.source, "that was not lent");
+  }
+}
+
+TEST_CASE("lying sink: CHUNK_DONE for a slot already returned is a protocol error") {
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  write_file(p, pattern(kChunk / 2, 18));
+  FakeLink link;
+  link.set_hook(Side::b, [](wire::Message& m, std::vector<wire::Message>& out) {
+    out.push_back(m);
+    if (std::holds_alternative<wire::ChunkDone>(m)) out.push_back(m);  // the same credit twice
+  });
+  Copy c = copy(link, {p}, dst.str());
+  require_refused(*c.source, "that was not lent");
+}
+
+TEST_CASE("source: refuses each message a sink must not send, and a sink's ERROR ends it") {
+  struct Case {
+    wire::Message m;
+    const char* words;
+    int code;
+  };
+  const Case cases[] = {
+      {wire::Open{}, "unexpected OPEN", EPROTO},
+      {wire::OpenOk{}, "unexpected OPEN_OK", EPROTO},
+      {wire::FileBegin{1, 0, 0644, "x"}, "unexpected FILE_BEGIN", EPROTO},
+      {wire::ChunkReady{1, 0, 0, 1, 0, 0, {}}, "unexpected CHUNK_READY", EPROTO},
+      {wire::FileEnd{1, 0, {}}, "unexpected FILE_END", EPROTO},
+      {wire::Finish{}, "unexpected FINISH", EPROTO},
+      {wire::FileResult{42, 0, ""}, "result for a file not sent", EPROTO},
+      {wire::Done{}, "DONE before every file was answered", EPROTO},
+      {wire::ErrorMsg{EDQUOT, "sink says no"}, "sink says no", EDQUOT},
+  };
+  for (const Case& k : cases) {
+    INFO("case: ", std::string(k.words));
+    TempDir src;
+    const std::string p = src.str("f");
+    write_file(p, pattern(3 * kChunk, 19));
+    FakeLink link;
+    SourceThread source(link.a(), {p}, options());
+    link.inject(Side::b, k.m);
+    auto& r = source.join();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == k.code);
+    CHECK(r.error().context.find(k.words) != std::string::npos);
+  }
+}
+
+// ---------------------------------------------------------------- cancellation
+
+TEST_CASE("engine: cancelling a sink mid-file removes its temp file and renames nothing") {
+  TempDir dst;
+  FakeLink link;
+  ScriptedSource s(link, pattern(2 * kChunk, 20));
+  std::atomic<bool> cancel{false};
+  SessionOptions opt = options();
+  opt.cancel = &cancel;
+  SinkThread sink(link.b(), dst.str(), opt);
+  s.send(wire::FileBegin{1, 2 * kChunk, 0644, "f"});
+  s.send(s.chunk(1, 0, 0, kChunk));  // the second chunk never comes
+  std::vector<wire::Message> got;
+  REQUIRE(await(link.a(), got, [](auto& v) { return count_of<wire::ChunkDone>(v) >= 1; }));
+  CHECK(temps_in(dst.path).size() == 1);  // mid-file: its temp file exists
+  cancel = true;
+  auto& r = sink.join();
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == EINTR);
+  require_nothing_left(dst, "f");
+}
+
+TEST_CASE("engine: cancelling a source waiting for credits ends it") {
+  TempDir src;
+  const std::string p = src.str("f");
+  write_file(p, pattern(10 * kChunk, 21));
+  std::atomic<bool> cancel{false};
+  SessionOptions opt = options();
+  opt.cancel = &cancel;
+  FakeLink link;
+  SourceThread source(link.a(), {p}, opt);
+  std::vector<wire::Message> got;
+  REQUIRE(await(link.b(), got, [&](auto& v) { return count_of<wire::ChunkReady>(v) >= opt.slots; }));
+  cancel = true;
+  auto& r = source.join();
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == EINTR);
+}
