@@ -71,7 +71,8 @@ class Connection final : public Transport {
   bool send_pending() const override { return ctrl_.pending(); }
 
  private:
-  /// QP 0 (control) is up: established and not disconnected is usable(0).
+  /// QP 0, which carries control, has been established (it may have
+  /// disconnected since: lanes_[0].disconnected).
   bool established() const { return lanes_.size() > 0 && lanes_[0].up; }
   JoinSpec join_spec(const wire::Hello& hello) const;
   Status flush();
