@@ -129,7 +129,7 @@ void spawn(Daemon& d, F fn) {
 int run(Daemon& d, const std::string& listen, uint16_t rdma_port, uint16_t tcp_port, TransportKind kind) {
   std::string host = listen;
   if (host == "*" ) host.clear();
-  std::unique_ptr<RdmaListener> rl;
+  std::unique_ptr<Listener> rl;
   Fd tl;
   if (kind != TransportKind::tcp) {
     if (!rdma_devices_present()) {
@@ -139,7 +139,9 @@ int run(Daemon& d, const std::string& listen, uint16_t rdma_port, uint16_t tcp_p
       }
       log_info("no RDMA device on this host; serving TCP only");
     } else {
-      auto l = RdmaListener::listen(host, rdma_port);
+      RdmaOptions ro;
+      ro.max_chunk = d.settings.chunk_size;
+      auto l = rdma_listen(host, rdma_port, ro);
       if (!l.ok()) {
         if (kind == TransportKind::rdma) {
           log_error("{}", l.error().message());
@@ -148,7 +150,7 @@ int run(Daemon& d, const std::string& listen, uint16_t rdma_port, uint16_t tcp_p
         log_error("RDMA listener not started ({}); serving TCP only", l.error().message());
       } else {
         rl = std::move(l.value());
-        log_info("listening on rdma {}", rl->address());
+        log_info("listening on {}", rl->address());
       }
     }
   }
@@ -178,9 +180,13 @@ int run(Daemon& d, const std::string& listen, uint16_t rdma_port, uint16_t tcp_p
     int n = ::epoll_wait(ep.get(), out, 4, 500);
     for (int i = 0; i < n; ++i) {
       if (out[i].data.u32 == 1) {
-        RdmaOptions ro;
-        ro.max_chunk = d.settings.chunk_size;
-        auto t = rl->accept_next(ro);
+        auto in = rl->accept();
+        if (!in.ok()) {
+          log_error("{}", in.error().message());
+          continue;
+        }
+        if (!in.value()) continue;
+        auto t = in.value()->finish();
         if (!t.ok()) {
           log_error("{}", t.error().message());
           continue;

@@ -8,8 +8,16 @@
 /// join the session with a random token the daemon gave in its accept, share
 /// its PD (one rkey serves all) and CQ, and carry only READs; control stays
 /// on the first.
+///
+/// The parts, one concept per file: device.h (limits and queue sizes),
+/// cm.h (rdma_cm events and addresses), connection.h (one connection as a
+/// Transport), control_channel.h (SEND/RECV with credits), read_lanes.h
+/// (READs over the queue pairs), wr_id.h (typed completion ids), joins.h
+/// (extra queue pairs by session token), listener.cc (the daemon's side),
+/// handles.h (RAII owners of verbs handles).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -31,21 +39,8 @@ bool rdma_devices_present();
 
 Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_t port, const RdmaOptions& opt);
 
-/// An rdma_cm listener. accept_next() takes one connection request, sets up
-/// its PD, CQ, QP and control buffers, accepts it and returns the transport
-/// (which completes establishment in its first polls).
-class RdmaListener {
- public:
-  static Result<std::unique_ptr<RdmaListener>> listen(const std::string& host, uint16_t port);
-  virtual ~RdmaListener() = default;
-  /// Readable when a connection request is waiting.
-  virtual int fd() const = 0;
-  /// Returns nullptr (no error) when the event was not a connection request.
-  virtual Result<std::unique_ptr<Transport>> accept_next(const RdmaOptions& opt) = 0;
-  virtual std::string address() const = 0;
-};
-
-/// The daemon's rdma_cm listener behind the transport-neutral interface.
+/// The daemon's rdma_cm listener behind the transport-neutral interface
+/// (listener.cc). Each connection it accepts uses `opt`.
 Result<std::unique_ptr<Listener>> rdma_listen(const std::string& host, uint16_t port, const RdmaOptions& opt);
 
 }  // namespace rcp

@@ -1,0 +1,56 @@
+/// rdma_cm plumbing shared by both ends: address resolution, waiting for and
+/// copying connection events, the connection parameters rcp always uses,
+/// and printing addresses. Every cm event is acked as soon as it is read
+/// (take_event): destroying an id blocks until its events are acked, so
+/// nothing here keeps a raw rdma_cm_event around.
+#pragma once
+
+#include <rdma/rdma_cma.h>
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "transport/rdma/handles.h"
+#include "util/result.h"
+
+namespace rcp::rdma {
+
+/// What we keep of a cm event after acking it.
+struct CmEvent {
+  rdma_cm_event_type type{};
+  int status = 0;
+  std::vector<uint8_t> private_data;
+  uint8_t initiator_depth = 0;
+  uint8_t responder_resources = 0;
+  rdma_cm_id* id = nullptr;
+};
+
+/// Copies what we need out of `ev` and acks it.
+CmEvent take_event(rdma_cm_event* ev);
+
+/// Waits up to timeout_ms for the next event on ch and fails unless it is
+/// `want`; a rejection by rcpd is explained from the hello it carries.
+Result<CmEvent> wait_cm_event(rdma_event_channel* ch, rdma_cm_event_type want, int timeout_ms, const std::string& what);
+
+/// getaddrinfo for host:port (passive: a listening address; "" = any).
+Result<sockaddr_storage> resolve(const std::string& host, uint16_t port, bool passive);
+
+/// Resolves address and route on a fresh channel and id. A timed-out attempt
+/// is thrown away whole: an id still resolving cannot be asked again.
+Result<std::pair<EventChannel, CmId>> resolve_once(sockaddr_storage& dst, int timeout_ms, const std::string& where);
+
+/// The parameters of every rdma_connect and rdma_accept of rcp: the agreed
+/// READ depths, transport and RNR retries at their maximum (7), and our
+/// hello as private data (which must outlive the call).
+rdma_conn_param conn_param(uint8_t initiator_depth, uint8_t responder_resources, std::span<const uint8_t> private_data);
+
+/// "10.0.0.1:7471", "[fe80::1]:7471" or "?".
+std::string sockaddr_string(const sockaddr* sa);
+
+Status set_nonblock(int fd);
+
+}  // namespace rcp::rdma

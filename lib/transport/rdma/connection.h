@@ -1,0 +1,116 @@
+/// One RDMA connection of a session, behind the Transport interface: the
+/// verbs objects it owns (PD, completion channel, one CQ shared by all its
+/// queue pairs, the first QP), its control channel, its READ lanes and its
+/// rdma_cm events. Both ends use it: rdma_connect (rdma_transport.cc) and
+/// the daemon's listener (listener.cc) create and set it up, then hand it
+/// to the engine. Everything happens on the session's thread, except that
+/// the daemon's listener thread may add queue pairs through the JoinPoint
+/// this connection offers (joins.h).
+#pragma once
+
+#include <rdma/rdma_cma.h>
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "transport/rdma/control_channel.h"
+#include "transport/rdma/device.h"
+#include "transport/rdma/handles.h"
+#include "transport/rdma/joins.h"
+#include "transport/rdma/rdma_transport.h"
+#include "transport/rdma/read_lanes.h"
+#include "transport/transport.h"
+#include "util/fd.h"
+#include "util/result.h"
+#include "wire/messages.h"
+
+namespace rcp::rdma {
+
+class Connection final : public Transport {
+ public:
+  Connection(EventChannel ch, CmId id, RdmaOptions opt) : ch_(std::move(ch)), id_(std::move(id)), opt_(opt) {}
+  ~Connection() override;
+
+  /// PD, completion channel, CQ, QP and the control buffers (receives posted).
+  /// The CQ is sized for `max_qps` queue pairs: all of them share it.
+  Status setup(uint32_t max_qps);
+  /// The hello this side sends (connect or accept private data).
+  wire::Hello hello() const;
+  /// Applies the peer's hello: credits, limits, checksum set.
+  void set_peer(const wire::Hello& peer, uint32_t rd_atomic);
+  /// Client side: rdma_connect saw ESTABLISHED.
+  void set_established() { lanes_[0].up = true; }
+  const DeviceCaps& caps() const { return caps_; }
+  rdma_cm_id* id() const { return id_.get(); }
+
+  /// Daemon side: lets up to `max_qps` queue pairs in all join this session
+  /// with `token` (registered before the client can learn it), answering
+  /// each join with `answer`.
+  void offer_joins(std::shared_ptr<JoinRegistry> reg, uint64_t token, uint32_t max_qps, const wire::Hello& answer);
+  /// Client side: adds queue pair `index` of `of` to this session.
+  Status join(sockaddr_storage& dst, uint64_t token, uint32_t index, uint32_t of, int timeout_ms,
+              const std::string& where);
+
+  std::string name() const override { return "rdma " + caps_.name; }
+  std::string describe() const override;
+  std::string peer() const override { return peer_name_; }
+  const Negotiated& negotiated() const override { return neg_; }
+  Result<uint32_t> register_memory(void* base, size_t len, bool remote_read) override;
+  void deregister_memory(uint32_t key) override { mrs_.erase(key); }
+  Status send(std::span<const uint8_t> message) override;
+  Status read(uint64_t cookie, uint32_t rkey, std::span<const ReadWr> wrs) override;
+  uint32_t read_capacity() const override;
+  Status poll(std::vector<TransportEvent>& events) override;
+  int wait_fd() const override { return ep_.get(); }
+  Status arm() override;
+  bool send_pending() const override { return ctrl_.pending(); }
+
+ private:
+  /// QP 0, which carries control, has been established (it may have
+  /// disconnected since: lanes_[0].disconnected).
+  bool established() const { return lanes_.size() > 0 && lanes_[0].up; }
+  JoinSpec join_spec(const wire::Hello& hello) const;
+  Status flush();
+  /// Handles every completion available now; false if the CQ failed.
+  bool drain_cq(std::vector<TransportEvent>& events);
+  void handle_wc(const ibv_wc& wc, std::vector<TransportEvent>& events);
+  /// Daemon side: adopts the queue pairs the listener accepted meanwhile.
+  void take_joins();
+  void poll_cm(std::vector<TransportEvent>& events);
+  void on_lane_event(size_t i, const CmEvent& e, std::vector<TransportEvent>& events);
+  void close_with(std::vector<TransportEvent>& events, std::string why);
+
+  // Declaration order is destruction order reversed: the extra QPs (in
+  // lanes_) first, then QP 0, the MRs, the control buffers, CQ, completion
+  // channel, PD, cm_id, event channel.
+  EventChannel ch_;
+  CmId id_;
+  Pd pd_;
+  CompChannel cc_;
+  Cq cq_;
+  ControlChannel ctrl_;
+  std::map<uint32_t, Mr> mrs_;
+  std::unique_ptr<QpGuard> qp_guard_;
+  ReadLanes lanes_;
+  Fd ep_;
+
+  RdmaOptions opt_;
+  DeviceCaps caps_{};
+  QueueSizes q_{};
+  Negotiated neg_;
+  std::string peer_name_ = "?";
+  uint32_t max_qps_ = 1;
+  uint32_t sink_lkey_ = 0;  ///< lkey of the registration READs land in
+  std::shared_ptr<JoinRegistry> reg_;
+  std::shared_ptr<JoinPoint> jp_;
+  uint64_t token_ = 0;
+  unsigned unacked_cq_events_ = 0;
+  bool closed_ = false, failed_ = false;
+};
+
+}  // namespace rcp::rdma

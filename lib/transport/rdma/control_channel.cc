@@ -1,0 +1,95 @@
+#include "transport/rdma/control_channel.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fmt/core.h>
+
+#include "transport/rdma/wr_id.h"
+
+namespace rcp::rdma {
+
+Status ControlChannel::setup(ibv_pd* pd, ibv_qp* qp, uint32_t depth, const std::string& dev) {
+  qp_ = qp;
+  depth_ = depth;
+  mem_.assign(size_t{depth_} * 2 * wire::kMaxMessage, 0);
+  mr_.reset(ibv_reg_mr(pd, mem_.data(), mem_.size(), IBV_ACCESS_LOCAL_WRITE));
+  if (!mr_) return sys_error("ibv_reg_mr (control buffers) on " + dev);
+  for (uint32_t i = 0; i < depth_; ++i) RCP_TRY(post_recv(i));
+  for (uint32_t i = 0; i < depth_; ++i) free_send_.push_back(i);
+  return {};
+}
+
+void ControlChannel::set_peer(uint32_t peer_depth, uint32_t peer_msg_size, std::string peer) {
+  credits_ = Credits(peer_depth);
+  peer_msg_size_ = peer_msg_size;
+  peer_ = std::move(peer);
+}
+
+Status ControlChannel::queue(std::span<const uint8_t> message) {
+  if (message.size() > peer_msg_size_ || message.empty())
+    return make_error(EMSGSIZE, fmt::format("control message of {} bytes for {}", message.size(), peer_));
+  out_.emplace_back(message.begin(), message.end());
+  return {};
+}
+
+Status ControlChannel::flush() {
+  while (!out_.empty() && credits_.can_send_data() && !free_send_.empty()) {
+    auto& m = out_.front();
+    std::memcpy(send_buf(free_send_.back()), m.data(), m.size());
+    RCP_TRY(post_send(static_cast<uint32_t>(m.size())));
+    out_.pop_front();
+  }
+  // Grant credits explicitly when enough piled up and nothing carries them.
+  if (credits_.grant_due(std::max<uint32_t>(1, depth_ / 2)) && credits_.can_send_grant() && !free_send_.empty())
+    RCP_TRY(post_send(0));
+  return {};
+}
+
+void ControlChannel::on_recv(uint64_t index, const ibv_wc& wc, std::vector<TransportEvent>& events) {
+  if (index >= depth_) return;  // not a buffer of ours: nothing to deliver or re-post
+  if (wc.wc_flags & IBV_WC_WITH_IMM) credits_.on_grant(ntohl(wc.imm_data));
+  if (wc.byte_len > 0) {
+    TransportEvent ev;
+    ev.kind = TransportEvent::Kind::message;
+    const uint8_t* p = mem_.data() + index * wire::kMaxMessage;
+    ev.message.assign(p, p + std::min<uint32_t>(wc.byte_len, wire::kMaxMessage));
+    events.push_back(std::move(ev));
+  }
+  if (post_recv(static_cast<uint32_t>(index)).ok()) credits_.on_repost();
+}
+
+void ControlChannel::on_send(uint64_t index) {
+  if (index < depth_) free_send_.push_back(static_cast<uint32_t>(index));
+}
+
+Status ControlChannel::post_recv(uint32_t i) {
+  ibv_sge sge{reinterpret_cast<uint64_t>(mem_.data() + size_t{i} * wire::kMaxMessage),
+              static_cast<uint32_t>(wire::kMaxMessage), mr_->lkey};
+  ibv_recv_wr wr{};
+  wr.wr_id = WrId{WrKind::recv, i}.encode();
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  ibv_recv_wr* bad;
+  if (int rc = ibv_post_recv(qp_, &wr, &bad)) return make_error(rc, "ibv_post_recv");
+  return {};
+}
+
+Status ControlChannel::post_send(uint32_t len) {
+  const uint32_t i = free_send_.back();
+  free_send_.pop_back();
+  ibv_sge sge{reinterpret_cast<uint64_t>(send_buf(i)), len, mr_->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = WrId{WrKind::send, i}.encode();
+  wr.opcode = IBV_WR_SEND_WITH_IMM;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.sg_list = len > 0 ? &sge : nullptr;
+  wr.num_sge = len > 0 ? 1 : 0;
+  wr.imm_data = htonl(credits_.on_send());  // credits we grant back ride on every send
+  ibv_send_wr* bad;
+  if (int rc = ibv_post_send(qp_, &wr, &bad)) return make_error(rc, "ibv_post_send (control) to " + peer_);
+  return {};
+}
+
+}  // namespace rcp::rdma

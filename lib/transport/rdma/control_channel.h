@@ -1,0 +1,65 @@
+/// The control channel of an RDMA connection: whole wire messages as
+/// SEND_WITH_IMM on the first queue pair into receive buffers the peer
+/// posted in advance. The immediate of every send returns receive credits
+/// (Credits, transport/types.h), so neither side ever sends into a receive
+/// queue with no buffer posted (no RNR). `depth` receive and `depth` send
+/// buffers of wire::kMaxMessage (4 KiB) each live in one registration: at
+/// the default depth of 64, 512 KiB per connection.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "transport/rdma/handles.h"
+#include "transport/transport.h"
+#include "transport/types.h"
+#include "util/result.h"
+#include "wire/messages.h"
+
+namespace rcp::rdma {
+
+class ControlChannel {
+ public:
+  /// Registers the buffers on pd and posts the receives on qp.
+  Status setup(ibv_pd* pd, ibv_qp* qp, uint32_t depth, const std::string& dev);
+  /// From the peer's hello: its receive depth (our first credits) and the
+  /// largest message it takes; `peer` names it in errors.
+  void set_peer(uint32_t peer_depth, uint32_t peer_msg_size, std::string peer);
+
+  /// Queues one whole message (not empty, not larger than the peer takes).
+  Status queue(std::span<const uint8_t> message);
+  /// Posts queued messages while credits and send buffers last, then a
+  /// credit-only send if enough grants piled up and nothing carried them.
+  Status flush();
+  /// Messages queued or sends not yet completed.
+  bool pending() const { return !out_.empty() || free_send_.size() < depth_; }
+
+  /// A receive completed successfully: takes the credits it returned,
+  /// delivers its message and posts the buffer again.
+  void on_recv(uint64_t index, const ibv_wc& wc, std::vector<TransportEvent>& events);
+  /// A send completed (well or not): its buffer is free again.
+  void on_send(uint64_t index);
+
+ private:
+  Status post_recv(uint32_t i);
+  Status post_send(uint32_t len);
+  uint8_t* send_buf(uint32_t i) { return mem_.data() + (size_t{depth_} + i) * wire::kMaxMessage; }
+
+  ibv_qp* qp_ = nullptr;
+  // mem_ before mr_: the registration goes first.
+  std::vector<uint8_t> mem_;  ///< depth_ receive buffers, then depth_ send buffers
+  Mr mr_;
+  Credits credits_{0};
+  uint32_t depth_ = 0;
+  uint32_t peer_msg_size_ = wire::kMaxMessage;
+  std::string peer_ = "?";
+  std::vector<uint32_t> free_send_;
+  std::deque<std::vector<uint8_t>> out_;
+};
+
+}  // namespace rcp::rdma

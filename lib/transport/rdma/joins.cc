@@ -1,0 +1,121 @@
+#include "transport/rdma/joins.h"
+
+#include <algorithm>
+#include <fmt/core.h>
+
+#include "util/log.h"
+
+namespace rcp::rdma {
+namespace {
+
+/// Creates the QP of an extra queue pair of a session, on the session's PD
+/// and CQ. It carries only READs: no receive is ever posted and nothing is
+/// sent on it.
+Status create_read_qp(rdma_cm_id* id, const JoinSpec& s) {
+  ibv_qp_init_attr qa{};
+  qa.send_cq = s.cq;
+  qa.recv_cq = s.cq;
+  qa.qp_type = IBV_QPT_RC;
+  qa.sq_sig_all = 0;
+  qa.cap.max_send_wr = s.sq;
+  qa.cap.max_recv_wr = 1;  // some providers refuse 0
+  qa.cap.max_send_sge = s.sge;
+  qa.cap.max_recv_sge = 1;
+  if (rdma_create_qp(id, s.pd, &qa) != 0) return sys_error("rdma_create_qp (extra queue pair) on " + s.caps.name);
+  return {};
+}
+
+}  // namespace
+
+Result<Joined> join_session(sockaddr_storage& dst, const JoinSpec& spec, uint64_t token, uint32_t index, uint32_t of,
+                            int timeout_ms, const std::string& where) {
+  const std::string what = fmt::format("{}: queue pair {} of {}", where, index + 1, of);
+  RCP_ASSIGN(auto r, resolve_once(dst, timeout_ms, what));
+  EventChannel ch = std::move(r.first);
+  CmId id = std::move(r.second);  // declared after ch: destroyed before it
+  if (id->verbs != spec.ctx)
+    return make_error(EXDEV, what + ": routed over another RDMA device than queue pair 1 (a PD cannot span devices)");
+  RCP_TRY(create_read_qp(id.get(), spec));
+  auto pd = wire::encode_hello_token(spec.hello, wire::kHelloJoin, token);
+  rdma_conn_param cp = conn_param(spec.caps.init_rd, spec.caps.resp_rd, pd);
+  if (rdma_connect(id.get(), &cp) != 0) return sys_error(what + ": rdma_connect");
+  RCP_ASSIGN(CmEvent est, wait_cm_event(ch.get(), RDMA_CM_EVENT_ESTABLISHED, timeout_ms, what));
+  auto ph = wire::decode_hello(est.private_data);
+  if (!ph.ok()) return make_error(ph.error().code, what + ": " + ph.error().context);
+  if (rdma_migrate_id(id.get(), spec.ch) != 0) return sys_error(what + ": rdma_migrate_id");
+  const uint32_t rd = std::min<uint32_t>(spec.caps.init_rd, ph->rd_resp);
+  return Joined{std::move(id), rd};
+}
+
+std::vector<Joined> JoinPoint::take() {
+  std::vector<Joined> out;
+  std::lock_guard lk(mu_);
+  out.swap(fresh_);
+  return out;
+}
+
+std::vector<Joined> JoinPoint::close() {
+  std::vector<Joined> out;
+  std::lock_guard lk(mu_);
+  open_ = false;
+  out.swap(fresh_);
+  return out;
+}
+
+void JoinRegistry::offer(uint64_t token, std::shared_ptr<JoinPoint> jp) {
+  std::lock_guard lk(mu_);
+  by_token_[token] = std::move(jp);
+}
+
+void JoinRegistry::withdraw(uint64_t token) {
+  std::lock_guard lk(mu_);
+  by_token_.erase(token);
+}
+
+Status JoinRegistry::accept(CmId id, const CmEvent& req, const std::string& peer) {
+  auto refuse = [&](int code, const std::string& why) -> Status {
+    // A hello the client can decode, its join flag saying "not this join".
+    wire::Hello no;
+    no.ctrl_depth = 2;
+    no.max_sge_rd = 1;
+    no.max_chunk = wire::kMaxChunk;
+    no.flags = wire::kHelloJoin;
+    auto mine = wire::encode_hello(no);
+    rdma_reject(id.get(), mine.data(), static_cast<uint8_t>(mine.size()));
+    return make_error(code, "rdma queue pair join from " + peer + " refused: " + why);
+  };
+  auto token = wire::decode_hello_token(req.private_data);
+  if (!token.ok()) return refuse(EPROTO, token.error().context);
+  std::shared_ptr<JoinPoint> jp;
+  {
+    std::lock_guard lk(mu_);
+    auto it = by_token_.find(token.value());
+    if (it != by_token_.end()) jp = it->second;
+  }
+  if (!jp) return refuse(EPERM, "its session token names no session");
+  std::lock_guard lk(jp->mu_);
+  const JoinSpec& s = jp->spec_;
+  if (!jp->open_) return refuse(EPERM, "its session has ended");
+  if (jp->qps_ >= jp->max_qps_)
+    return refuse(EPERM, fmt::format("its session announced {} queue pair(s) and has them all", jp->max_qps_));
+  if (id->verbs != s.ctx) return refuse(EXDEV, "it arrived on another RDMA device than its session (a PD cannot span devices)");
+  if (Status st = create_read_qp(id.get(), s); !st.ok()) return refuse(st.error().code, st.error().message());
+  if (rdma_migrate_id(id.get(), s.ch) != 0) {
+    Error e = sys_error("rdma_migrate_id");
+    return refuse(e.code, e.message());
+  }
+  const uint8_t init = std::min(s.caps.init_rd, req.responder_resources);
+  const uint8_t resp = std::min(s.caps.resp_rd, req.initiator_depth);
+  wire::Hello h = s.hello;
+  h.rd_init = init;  // tell the client what was agreed
+  h.rd_resp = resp;
+  auto pd = wire::encode_hello(h);
+  rdma_conn_param cp = conn_param(init, resp, pd);
+  if (rdma_accept(id.get(), &cp) != 0) return sys_error("rdma_accept (queue pair join) from " + peer);
+  ++jp->qps_;
+  jp->fresh_.push_back(Joined{std::move(id), cp.initiator_depth});
+  log_debug("{}: queue pair {} of {} accepted into its session", peer, jp->qps_, jp->max_qps_);
+  return {};
+}
+
+}  // namespace rcp::rdma

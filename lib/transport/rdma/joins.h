@@ -1,0 +1,97 @@
+/// Extra queue pairs of a session (rcp --streams N): how they are made and
+/// how they find their session. The daemon's accept gives the client a
+/// random 64-bit session token (wire::new_session_token, from getrandom);
+/// each extra QP connects with a join hello quoting it. The daemon looks the
+/// token up in its JoinRegistry and creates the QP on that session's PD (so
+/// the pool's one rkey is valid on it) and shared CQ, or refuses the join:
+/// unknown or zero token, session ended, more QPs than the client
+/// announced, another device. Extra QPs carry only READs.
+///
+/// Threads: the listener thread accepts joins, the session's thread owns
+/// the PD and CQ. A JoinPoint's mutex orders them: the listener creates a
+/// QP only while the point is open, and the session closes it before it
+/// releases anything, so a join never touches a freed PD or CQ.
+#pragma once
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "transport/rdma/cm.h"
+#include "transport/rdma/device.h"
+#include "transport/rdma/handles.h"
+#include "util/result.h"
+#include "wire/messages.h"
+
+namespace rcp::rdma {
+
+/// What an extra queue pair of a session is created on, and the hello this
+/// side sends when one joins.
+struct JoinSpec {
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_cq* cq = nullptr;
+  rdma_event_channel* ch = nullptr;  ///< the session's: joined ids move here so its poll sees their events
+  uint32_t sq = 0, sge = 1;          ///< send queue (READs + 1) and SGEs per READ
+  DeviceCaps caps;
+  wire::Hello hello;
+};
+
+/// A queue pair that joined, ready to become a lane of its session.
+struct Joined {
+  CmId id;
+  uint32_t rd_atomic = 0;  ///< initiator depth agreed for it
+};
+
+/// Client side: opens queue pair `index` (0-based) of `of` towards dst and
+/// joins it to the session with the daemon's token. Its id is on spec.ch
+/// when this returns, so one poll sees every QP of the session.
+Result<Joined> join_session(sockaddr_storage& dst, const JoinSpec& spec, uint64_t token, uint32_t index, uint32_t of,
+                            int timeout_ms, const std::string& where);
+
+/// Daemon side: what one session offers the queue pairs that join it.
+class JoinPoint {
+ public:
+  JoinPoint(JoinSpec spec, uint32_t max_qps) : spec_(std::move(spec)), max_qps_(max_qps) {}
+  /// Session thread: the QPs accepted since the last call.
+  std::vector<Joined> take();
+  /// Session thread, before it releases its PD and CQ: no join may start
+  /// from now on; returns those accepted but not yet taken.
+  std::vector<Joined> close();
+
+ private:
+  friend class JoinRegistry;
+  std::mutex mu_;
+  bool open_ = true;
+  const JoinSpec spec_;
+  uint32_t qps_ = 1;  ///< queue pairs so far (the first and waiting ones included)
+  const uint32_t max_qps_;
+  std::vector<Joined> fresh_;
+};
+
+/// Daemon side: the sessions that accept extra queue pairs, by token.
+class JoinRegistry {
+ public:
+  /// Registered before the client can learn the token, so its joins always find it.
+  void offer(uint64_t token, std::shared_ptr<JoinPoint> jp);
+  void withdraw(uint64_t token);
+  /// Listener thread: a connection request with a join hello. Creates the QP
+  /// on the session's PD and CQ, moves the id to the session's event
+  /// channel and accepts; the session adopts it in its next poll. Anything
+  /// wrong is refused with our hello (flag kHelloJoin: "your join was
+  /// refused"), and only this id is lost.
+  Status accept(CmId id, const CmEvent& req, const std::string& peer);
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<JoinPoint>> by_token_;
+};
+
+}  // namespace rcp::rdma

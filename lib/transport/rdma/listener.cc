@@ -1,0 +1,138 @@
+// The daemon's rdma_cm listener, behind the transport-neutral Listener
+// interface (transport/listener.h). rdma_cm carries the hello in the
+// connect request, so accept() finishes establishment itself: it sets up
+// the connection, answers with our hello and hands the daemon a connection
+// that is already made. Join requests (extra queue pairs of a session,
+// joins.h) are handled here entirely and yield no connection.
+#include <algorithm>
+#include <fmt/core.h>
+#include <memory>
+#include <string>
+
+#include "transport/listener.h"
+#include "transport/rdma/cm.h"
+#include "transport/rdma/connection.h"
+#include "transport/rdma/device.h"
+#include "transport/rdma/handles.h"
+#include "transport/rdma/joins.h"
+#include "transport/rdma/rdma_transport.h"
+#include "wire/messages.h"
+
+namespace rcp {
+namespace {
+
+using namespace rdma;
+
+/// An RDMA connection arrives already made: finish() only hands it over.
+class ReadyIncoming final : public Incoming {
+ public:
+  explicit ReadyIncoming(std::unique_ptr<Transport> t) : peer_(t->peer()), t_(std::move(t)) {}
+  std::string peer() const override { return peer_; }
+  Result<std::unique_ptr<Transport>> finish() override { return std::move(t_); }
+
+ private:
+  std::string peer_;
+  std::unique_ptr<Transport> t_;
+};
+
+class RdmaListener final : public Listener {
+ public:
+  explicit RdmaListener(RdmaOptions opt) : opt_(opt) {}
+
+  Status listen(const std::string& host, uint16_t port) {
+    ch_.reset(rdma_create_event_channel());
+    if (!ch_) return sys_error("rdma_create_event_channel (is an RDMA device present?)");
+    rdma_cm_id* raw = nullptr;
+    if (rdma_create_id(ch_.get(), &raw, nullptr, RDMA_PS_TCP) != 0) return sys_error("rdma_create_id");
+    id_.reset(raw);
+    RCP_ASSIGN(sockaddr_storage ss, resolve(host, port, true));
+    addr_ = sockaddr_string(reinterpret_cast<sockaddr*>(&ss));
+    if (rdma_bind_addr(raw, reinterpret_cast<sockaddr*>(&ss)) != 0) return sys_error("rdma_bind_addr " + addr_);
+    if (::rdma_listen(raw, 64) != 0) return sys_error("rdma_listen " + addr_);
+    return set_nonblock(ch_->fd);
+  }
+
+  const char* kind() const override { return "rdma"; }
+  std::string address() const override { return "rdma " + addr_; }
+  int fd() const override { return ch_->fd; }
+
+  Result<std::unique_ptr<Incoming>> accept() override {
+    RCP_ASSIGN(auto t, accept_connection());
+    if (!t) return std::unique_ptr<Incoming>();
+    return std::unique_ptr<Incoming>(std::make_unique<ReadyIncoming>(std::move(t)));
+  }
+
+ private:
+  /// Takes one cm event; a connection request becomes a connection (or a
+  /// queue pair of an existing one: then nullptr, as for any other event).
+  Result<std::unique_ptr<Transport>> accept_connection() {
+    rdma_cm_event* raw;
+    if (rdma_get_cm_event(ch_.get(), &raw) != 0) {
+      if (errno == EAGAIN) return std::unique_ptr<Transport>();
+      return sys_error("rdma_get_cm_event");
+    }
+    CmEvent req = take_event(raw);
+    if (req.type != RDMA_CM_EVENT_CONNECT_REQUEST) return std::unique_ptr<Transport>();
+    CmId id(req.id);
+    const std::string peer = sockaddr_string(rdma_get_peer_addr(id.get()));
+    auto ph = wire::decode_hello(req.private_data);
+    if (!ph.ok()) {
+      // Tell the peer why, in our own hello, so it can name the version it met.
+      auto mine = wire::encode_hello(wire::Hello{});
+      rdma_reject(id.get(), mine.data(), static_cast<uint8_t>(mine.size()));
+      return make_error(ph.error().code, "rdma connection from " + peer + " refused: " + ph.error().context);
+    }
+    if (ph->flags & wire::kHelloJoin) {
+      RCP_TRY(joins_->accept(std::move(id), req, peer));
+      return std::unique_ptr<Transport>();
+    }
+    EventChannel ch(rdma_create_event_channel());
+    if (!ch) return sys_error("rdma_create_event_channel");
+    // The connection gets its own event channel, so its events reach its session thread.
+    if (rdma_migrate_id(id.get(), ch.get()) != 0) return sys_error("rdma_migrate_id");
+    auto t = std::make_unique<Connection>(std::move(ch), std::move(id), opt_);
+    // The CQ is sized for what the client announced, and no more may join.
+    const uint32_t qps = std::clamp<uint32_t>(ph->qps, 1, kMaxQps);
+    Status st = t->setup(qps);
+    if (!st.ok()) {
+      rdma_reject(t->id(), nullptr, 0);
+      return st.error();
+    }
+    const DeviceCaps& c = t->caps();
+    const uint8_t init = std::min(c.init_rd, req.responder_resources);
+    const uint8_t resp = std::min(c.resp_rd, req.initiator_depth);
+    wire::Hello h = t->hello();
+    h.rd_init = init;  // tell the client what was agreed
+    h.rd_resp = resp;
+    std::vector<uint8_t> pd;
+    if (qps > 1) {
+      // Only this client learns the token (in the accept's private data);
+      // it is registered first so that the client's joins always find it.
+      RCP_ASSIGN(uint64_t token, wire::new_session_token());
+      t->offer_joins(joins_, token, qps, h);
+      pd = wire::encode_hello_token(h, wire::kHelloToken, token);
+    } else {
+      pd = wire::encode_hello(h);
+    }
+    rdma_conn_param cp = conn_param(init, resp, pd);
+    t->set_peer(ph.value(), init);
+    if (rdma_accept(t->id(), &cp) != 0) return sys_error("rdma_accept from " + peer);
+    return std::unique_ptr<Transport>(std::move(t));
+  }
+
+  RdmaOptions opt_;
+  EventChannel ch_;
+  CmId id_;  // after ch_: destroyed before it
+  std::string addr_;
+  std::shared_ptr<JoinRegistry> joins_ = std::make_shared<JoinRegistry>();
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Listener>> rdma_listen(const std::string& host, uint16_t port, const RdmaOptions& opt) {
+  auto l = std::make_unique<RdmaListener>(opt);
+  RCP_TRY(l->listen(host, port));
+  return std::unique_ptr<Listener>(std::move(l));
+}
+
+}  // namespace rcp
