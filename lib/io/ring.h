@@ -45,15 +45,16 @@ class Ring {
   bool read_fixed(int fd, void* buf, unsigned len, uint64_t offset, int buf_index, uint64_t user_data);
   bool write_fixed(int fd, const void* buf, unsigned len, uint64_t offset, int buf_index, uint64_t user_data);
 
-  /// Socket operations, same contract (false: queue full, submit and retry).
-  /// offset-less: a socket has none. read_fixed() above also serves sockets
-  /// (offset 0) to receive straight into a registered buffer.
+  /// Socket operations, same contract (false: queue full, submit and retry),
+  /// without an offset (a socket has none). read_fixed() above also serves
+  /// sockets (offset 0) to receive straight into a registered buffer.
   bool recv(int fd, void* buf, size_t len, uint64_t user_data);
   bool readv(int fd, const iovec* iov, unsigned iovcnt, uint64_t user_data);
   /// sendmsg, or SENDMSG_ZC when zerocopy: then the kernel posts two
   /// completions, the result (IORING_CQE_F_MORE set) and later a notification
   /// (IORING_CQE_F_NOTIF) once it no longer reads the buffers. `mh` and what
-  /// it points at must stay valid until the first completion.
+  /// it points at must stay valid until the first completion, the data
+  /// until the notification.
   bool sendmsg(int fd, const msghdr* mh, int flags, bool zerocopy, uint64_t user_data);
   /// Whether the kernel knows an opcode (IORING_OP_SENDMSG_ZC needs 6.1).
   bool supports(int opcode);
@@ -64,8 +65,9 @@ class Ring {
   unsigned in_flight() const { return in_flight_; }
   /// Blocks until every request in flight has completed (before the buffers
   /// they name may be freed); completions are discarded. timeout_ms >= 0
-  /// bounds each wait for the next completion (sockets: a zero-copy notification may wait for a dead
-  /// peer's retransmission timeout); false if it ran out.
+  /// bounds each wait for the next completion (sockets: a zero-copy
+  /// notification may wait for a dead peer's retransmissions); false if it
+  /// ran out.
   bool drain(int timeout_ms = -1);
   /// The destructor drains with this bound (default: unbounded, right for
   /// files; the TCP transport bounds it after shutting its sockets).
