@@ -1,31 +1,26 @@
-// rcpd: the daemon. Parses options, opens the exports, listens on rdma_cm
-// and TCP, and runs one session per connection on its own thread. A session
-// that fails costs only its own connection.
+// rcpd: the daemon. Parses options and opens the exports; which listeners
+// to open (lib/daemon/listeners) and the accept loop with one thread per
+// session (lib/daemon/server) live in lib/. A session that fails costs only
+// its own connection.
 #include <CLI/CLI.hpp>
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <fmt/core.h>
 #include <map>
-#include <mutex>
 #include <thread>
 
+#include "daemon/listeners.h"
+#include "daemon/server.h"
 #include "fs/path.h"
 #include "session/config.h"
 #include "session/session.h"
 #include "transport/connect.h"
-#include "transport/rdma/rdma_transport.h"
-#include "transport/tcp/tcp_transport.h"
 #include "util/log.h"
 
 namespace {
@@ -44,9 +39,6 @@ struct Daemon {
   std::map<std::string, Export> exports;
   Settings settings;  ///< every session's, but for the checksum and fsync its OPEN asks for
   uint32_t max_connections = 64;
-  std::atomic<uint32_t> active{0};
-  std::mutex mu;
-  std::condition_variable cv;
 };
 
 /// What a get sends: one file, or with kOpenRecursive a directory and
@@ -114,131 +106,25 @@ void serve(Daemon& d, Transport& t) {
            open->op == wire::Op::put ? "put" : "get", shown, t.name(), st->files_ok, st->files_failed, st->bytes, secs);
 }
 
-/// Runs fn on its own thread, counted so shutdown can wait for it.
-template <typename F>
-void spawn(Daemon& d, F fn) {
-  d.active++;
-  std::thread([&d, fn = std::move(fn)]() mutable {
-    fn();
-    std::lock_guard lk(d.mu);
-    d.active--;
-    d.cv.notify_all();
-  }).detach();
-}
-
+/// Opens the listeners the transport policy asks for and serves each
+/// connection on its own thread until SIGINT/SIGTERM (lib/daemon).
 int run(Daemon& d, const std::string& listen, uint16_t rdma_port, uint16_t tcp_port, TransportKind kind) {
-  std::string host = listen;
-  if (host == "*" ) host.clear();
-  std::unique_ptr<Listener> rl;
-  Fd tl;
-  if (kind != TransportKind::tcp) {
-    if (!rdma_devices_present()) {
-      if (kind == TransportKind::rdma) {
-        log_error("--transport rdma: this host has no RDMA device");
-        return 1;
-      }
-      log_info("no RDMA device on this host; serving TCP only");
-    } else {
-      RdmaOptions ro;
-      ro.max_chunk = d.settings.chunk_size;
-      auto l = rdma_listen(host, rdma_port, ro);
-      if (!l.ok()) {
-        if (kind == TransportKind::rdma) {
-          log_error("{}", l.error().message());
-          return 1;
-        }
-        log_error("RDMA listener not started ({}); serving TCP only", l.error().message());
-      } else {
-        rl = std::move(l.value());
-        log_info("listening on {}", rl->address());
-      }
-    }
-  }
-  if (kind != TransportKind::rdma) {
-    auto l = tcp_listen(host, tcp_port);
-    if (!l.ok()) {
-      log_error("{}", l.error().message());
-      return 1;
-    }
-    tl = std::move(l.value());
-    log_info("listening on tcp {}:{}", host.empty() ? "*" : host, tcp_port);
-  }
-  Fd ep(::epoll_create1(EPOLL_CLOEXEC));
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  if (rl) {
-    ev.data.u32 = 1;
-    ::epoll_ctl(ep.get(), EPOLL_CTL_ADD, rl->fd(), &ev);
-  }
-  if (tl.valid()) {
-    ev.data.u32 = 2;
-    ::epoll_ctl(ep.get(), EPOLL_CTL_ADD, tl.get(), &ev);
-  }
+  ListenerConfig lc;
+  lc.host = listen == "*" ? "" : listen;
+  lc.rdma_port = rdma_port;
+  lc.tcp_port = tcp_port;
+  lc.kind = kind;
+  lc.max_chunk = d.settings.chunk_size;
+  auto listeners = open_listeners(lc);
+  if (!listeners.ok()) return 1;  // logged by open_listeners
   std::fprintf(stderr, "rcpd: ready\n");
-  while (!g_stop) {
-    epoll_event out[4];
-    int n = ::epoll_wait(ep.get(), out, 4, 500);
-    for (int i = 0; i < n; ++i) {
-      if (out[i].data.u32 == 1) {
-        auto in = rl->accept();
-        if (!in.ok()) {
-          log_error("{}", in.error().message());
-          continue;
-        }
-        if (!in.value()) continue;
-        auto t = in.value()->finish();
-        if (!t.ok()) {
-          log_error("{}", t.error().message());
-          continue;
-        }
-        if (!t.value()) continue;
-        if (d.active >= d.max_connections) {
-          log_error("refusing {}: {} connections already", t.value()->peer(), d.active.load());
-          continue;
-        }
-        std::shared_ptr<Transport> tr(std::move(t.value()));
-        spawn(d, [&d, tr]() { serve(d, *tr); });
-      } else {
-        sockaddr_storage ss;
-        socklen_t sl = sizeof ss;
-        int fd = ::accept4(tl.get(), reinterpret_cast<sockaddr*>(&ss), &sl, SOCK_CLOEXEC);
-        if (fd < 0) continue;
-        Fd sock(fd);
-        if (d.active >= d.max_connections) {
-          log_error("refusing a TCP connection: {} connections already", d.active.load());
-          continue;
-        }
-        char host_s[64] = "?";
-        uint16_t port = 0;
-        if (ss.ss_family == AF_INET) {
-          auto* in = reinterpret_cast<sockaddr_in*>(&ss);
-          inet_ntop(AF_INET, &in->sin_addr, host_s, sizeof host_s);
-          port = ntohs(in->sin_port);
-        } else if (ss.ss_family == AF_INET6) {
-          auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss);
-          inet_ntop(AF_INET6, &in6->sin6_addr, host_s, sizeof host_s);
-          port = ntohs(in6->sin6_port);
-        }
-        std::string peer = fmt::format("{}:{}", host_s, port);
-        auto shared = std::make_shared<Fd>(std::move(sock));
-        spawn(d, [&d, shared, peer]() {
-          TcpOptions to;
-          to.max_chunk = d.settings.chunk_size;
-          to.timeout_ms = 5000;
-          auto t = tcp_accept(std::move(*shared), peer, to);
-          if (!t.ok()) {
-            log_error("tcp connection from {} refused: {}", peer, t.error().message());
-            return;
-          }
-          if (!t.value()) return;  // an extra stream, now owned by its session
-          serve(d, *t.value());
-        });
-      }
-    }
+  ServerConfig sc;
+  sc.max_connections = d.max_connections;
+  sc.stop = &g_stop;
+  if (Status st = run_server(std::move(listeners.value()), sc, [&d](Transport& t) { serve(d, t); }); !st.ok()) {
+    log_error("{}", st.error().message());
+    return 1;
   }
-  log_info("shutting down; waiting for {} session(s)", d.active.load());
-  std::unique_lock lk(d.mu);
-  d.cv.wait_for(lk, std::chrono::seconds(10), [&] { return d.active == 0; });
   return 0;
 }
 

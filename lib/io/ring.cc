@@ -32,19 +32,26 @@ Result<std::unique_ptr<Ring>> Ring::create(unsigned entries) {
 
 Ring::~Ring() {
   if (!inited_) return;
-  drain();
+  if (!drain(exit_drain_ms_)) log_debug("io_uring: {} request(s) still in flight at exit", in_flight_);
   if (buffers_) io_uring_unregister_buffers(&ring_);
   io_uring_queue_exit(&ring_);
 }
 
-void Ring::drain() {
+bool Ring::drain(int timeout_ms) {
   // Buffers must not be freed while the kernel may still use them.
   (void)io_uring_submit(&ring_);
-  io_uring_cqe* cqe;
-  while (in_flight_ > 0 && io_uring_wait_cqe(&ring_, &cqe) == 0) {
-    io_uring_cqe_seen(&ring_, cqe);
-    --in_flight_;
+  while (in_flight_ > 0) {
+    io_uring_cqe* cqe;
+    if (timeout_ms >= 0 ? !wait(timeout_ms) : io_uring_wait_cqe(&ring_, &cqe) != 0) return false;
+    reap([](uint64_t, int) {});
   }
+  return true;
+}
+
+bool Ring::wait(int timeout_ms) {
+  io_uring_cqe* cqe;
+  __kernel_timespec ts{timeout_ms / 1000, (timeout_ms % 1000) * 1000000LL};
+  return io_uring_wait_cqe_timeout(&ring_, &cqe, &ts) == 0;
 }
 
 Status Ring::register_buffers(std::span<const iovec> bufs) {
@@ -60,6 +67,43 @@ void Ring::drain_event_fd() {
   uint64_t v;
   while (::read(efd_.get(), &v, sizeof v) == sizeof v) {
   }
+}
+
+bool Ring::recv(int fd, void* buf, size_t len, uint64_t user_data) {
+  io_uring_sqe* q = io_uring_get_sqe(&ring_);
+  if (!q) return false;
+  io_uring_prep_recv(q, fd, buf, len, 0);
+  io_uring_sqe_set_data64(q, user_data);
+  ++in_flight_;
+  return true;
+}
+
+bool Ring::readv(int fd, const iovec* iov, unsigned iovcnt, uint64_t user_data) {
+  io_uring_sqe* q = io_uring_get_sqe(&ring_);
+  if (!q) return false;
+  io_uring_prep_readv(q, fd, iov, iovcnt, 0);
+  io_uring_sqe_set_data64(q, user_data);
+  ++in_flight_;
+  return true;
+}
+
+bool Ring::sendmsg(int fd, const msghdr* mh, int flags, bool zerocopy, uint64_t user_data) {
+  io_uring_sqe* q = io_uring_get_sqe(&ring_);
+  if (!q) return false;
+  if (zerocopy)
+    io_uring_prep_sendmsg_zc(q, fd, mh, static_cast<unsigned>(flags));
+  else
+    io_uring_prep_sendmsg(q, fd, mh, static_cast<unsigned>(flags));
+  io_uring_sqe_set_data64(q, user_data);
+  ++in_flight_;
+  return true;
+}
+
+bool Ring::supports(int opcode) {
+  io_uring_probe* p = io_uring_get_probe_ring(&ring_);
+  const bool ok = p && io_uring_opcode_supported(p, opcode);
+  if (p) io_uring_free_probe(p);
+  return ok;
 }
 
 bool Ring::read_fixed(int fd, void* buf, unsigned len, uint64_t offset, int buf_index, uint64_t user_data) {

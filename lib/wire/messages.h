@@ -214,7 +214,7 @@ struct Hello {
   uint16_t rd_resp = 0;         ///< RDMA READs this side can serve at once (max_qp_rd_atom)
   uint16_t max_sge_rd = 0;      ///< SGEs per READ work request
   uint16_t checksums = 0;       ///< bitmask of 1 << Checksum supported
-  uint16_t qps = 0;             ///< connections (RDMA queue pairs) the client will open for this session; 0 reads as 1
+  uint16_t qps = 0;             ///< connections (RDMA queue pairs or TCP streams) the client will open for this session; 0 reads as 1; the daemon admits no more
   uint32_t max_chunk = 0;       ///< largest chunk this side accepts
   uint32_t ctrl_msg_size = kMaxMessage;
   uint32_t flags = 0;

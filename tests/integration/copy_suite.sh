@@ -401,6 +401,16 @@ else
     rm -f "$out/after-probes"
     rcp "$addr:data/size1M+1" "$out/after-probes"
     check "daemon serves a copy after the read probes" cmp -s "$src/size1M+1" "$out/after-probes"
+    # a client announcing 2 streams joins 40: one is admitted, the rest refused, none held
+    fds_before=$(ls /proc/$dpid/fd | wc -l)
+    timeout 60 "$rawpeer" "$addr" "$tport" extra-joins 40 > "$work/raw" 2>&1; rc=$?
+    check "joins beyond the announced streams are refused, and after the session ended ($(cat "$work/raw"))" test $rc = 0
+    check "  ... and the daemon says why" grep -q "stream join refused: its session announced 2 connection(s) and has them all" "$dlog"
+    sleep 0.5
+    fds_after=$(ls /proc/$dpid/fd | wc -l)
+    check "  ... holding no socket for them (daemon fds $fds_before before, $fds_after after)" test "$fds_after" -le "$((fds_before + 2))"
+    rcp --streams 4 "$src/size1M+1" "$addr:data/after-joins"
+    check "daemon serves a 4-stream client after the refused joins" cmp -s "$src/size1M+1" "$exp/after-joins"
   else
     bad "rawpeer tool not built ($rawpeer)"
   fi

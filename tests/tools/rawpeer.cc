@@ -5,8 +5,10 @@
 // CHUNK_READYs of its first SLOTS chunks, then asks for bytes the pool does not hold (or, with
 // "inside", bytes it does): the daemon must answer every such READ_REQ with a refusal (READ_ERR,
 // or a hang-up), never with memory. Exit 0 when the answer is the expected one.
-//   rawpeer HOST PORT truncated-hello|huge-frame|huge-read|random SEED|slow-hello
 //   rawpeer HOST PORT read-probe inside|past-end|at-end|below|far|wrap|bad-key|zero-key MODULE/PATH SLOTS
+// extra-joins N starts a session announcing 2 streams, then joins N more with its token: exactly
+// one join must be accepted and the rest refused, and a join after the session ended too.
+//   rawpeer HOST PORT truncated-hello|huge-frame|huge-read|random SEED|slow-hello|extra-joins N
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -48,27 +50,16 @@ void send_all(int fd, const std::vector<uint8_t>& b) {
   }
 }
 
-std::vector<uint8_t> valid_hello(uint32_t max_chunk = 1 << 20) {
+std::vector<uint8_t> valid_hello(uint32_t flags = 0, uint16_t streams = 0, uint32_t max_chunk = 1 << 20) {
   rcp::wire::Hello h;
   h.ctrl_depth = 64;
   h.rd_init = h.rd_resp = 16;
   h.max_sge_rd = 16;
   h.checksums = 7;
   h.max_chunk = max_chunk;
+  h.qps = streams;
+  h.flags = flags;
   return rcp::wire::encode_hello(h);
-}
-
-/// Reads until the daemon closes (or 5 s pass); returns bytes received.
-size_t drain(int fd) {
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  char buf[4096];
-  size_t total = 0;
-  for (;;) {
-    ssize_t n = recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) return total;
-    total += static_cast<size_t>(n);
-  }
 }
 
 /// Reads exactly n bytes (5 s per recv); false on EOF, error or timeout.
@@ -82,6 +73,65 @@ bool recv_exact(int fd, uint8_t* p, size_t n) {
     got += static_cast<size_t>(r);
   }
   return true;
+}
+
+uint64_t get_u64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
+  return v;
+}
+
+/// One join with `token`: true if the daemon echoed the token (accepted),
+/// false if it answered 0 or hung up (refused). The socket stays open in fds.
+bool join(const char* host, const char* port, uint64_t token, std::vector<int>& fds) {
+  int fd = dial(host, port);
+  if (fd < 0) return false;
+  fds.push_back(fd);
+  auto out = valid_hello(rcp::wire::kHelloJoin, 2);
+  rcp::wire::Writer(out).u64(token);
+  send_all(fd, out);
+  uint8_t in[rcp::wire::kHelloSize + 8];
+  if (!recv_exact(fd, in, sizeof in)) return false;
+  return get_u64(in + rcp::wire::kHelloSize) == token;
+}
+
+/// A session announcing 2 streams, then n joins; then one more after it ended.
+int extra_joins(const char* host, const char* port, int n) {
+  int first = dial(host, port);
+  if (first < 0) return 1;
+  send_all(first, valid_hello(0, 2));
+  uint8_t in[rcp::wire::kHelloSize + 8];
+  if (!recv_exact(first, in, sizeof in)) {
+    std::printf("rawpeer extra-joins: no hello and token from the daemon\n");
+    return 1;
+  }
+  const uint64_t token = get_u64(in + rcp::wire::kHelloSize);
+  std::vector<int> fds;
+  int accepted = 0, refused = 0;
+  for (int i = 0; i < n; ++i) (join(host, port, token, fds) ? accepted : refused)++;
+  // End the session, give the daemon a moment to notice, then try again.
+  close(first);
+  for (int fd : fds) close(fd);
+  fds.clear();
+  usleep(1500 * 1000);
+  const bool late = join(host, port, token, fds);
+  for (int fd : fds) close(fd);
+  std::printf("rawpeer extra-joins: announced 2 streams, %d joins: %d accepted, %d refused; join after the end %s\n",
+              n, accepted, refused, late ? "ACCEPTED" : "refused");
+  return accepted == 1 && refused == n - 1 && !late ? 0 : 1;
+}
+
+/// Reads until the daemon closes (or 5 s pass); returns bytes received.
+size_t drain(int fd) {
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char buf[4096];
+  size_t total = 0;
+  for (;;) {
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return total;
+    total += static_cast<size_t>(n);
+  }
 }
 
 // The TCP transport's frames: kind u8, pad u8, pad u16, len u32, cookie u64, then len bytes.
@@ -122,7 +172,7 @@ bool next_frame(int fd, Frame& f) {
 
 int read_probe(int fd, const std::string& where, const std::string& path, uint32_t slots) {
   // Hello both ways: the daemon's is followed by its session token.
-  send_all(fd, valid_hello(64 * 1024));  // the daemon's chunks (and slots) are 64 KiB
+  send_all(fd, valid_hello(0, 0, 64 * 1024));  // the daemon's chunks (and slots) are 64 KiB
   std::vector<uint8_t> theirs(rcp::wire::kHelloTokenSize);
   if (!recv_exact(fd, theirs.data(), theirs.size())) {
     std::fprintf(stderr, "rawpeer: no hello from the daemon\n");
@@ -227,6 +277,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: rawpeer HOST PORT MODE [SEED]\n");
     return 2;
   }
+  if (std::string(argv[3]) == "extra-joins") return extra_joins(argv[1], argv[2], argc > 4 ? std::atoi(argv[4]) : 40);
   int fd = dial(argv[1], argv[2]);
   if (fd < 0) {
     std::perror("rawpeer: connect");

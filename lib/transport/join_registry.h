@@ -1,0 +1,99 @@
+/// The daemon's table of sessions that accept extra connections (TCP
+/// streams, later RDMA queue pairs), keyed by the session's random token.
+/// A connection that quotes a token is handed to that session here by the
+/// thread that accepted it; the session picks it up on its own thread.
+///
+/// Why a table with rules rather than a map: the token comes from the
+/// network, so a client must not be able to grow the daemon without bound.
+/// Each session admits at most as many connections as its client announced
+/// in the hello (≤ kMaxJoinedConnections, the first included) — before this
+/// cap, 4,000 joins on one TCP session took the daemon to 4,014 fds — and a
+/// session that has closed its entry refuses every later join, so nothing
+/// is handed to a session that will never pick it up.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "util/result.h"
+
+namespace rcp {
+
+/// Most connections one session may have, the first included: rcp --streams
+/// allows 1..16 (TCP streams or RDMA queue pairs).
+constexpr uint32_t kMaxJoinedConnections = 16;
+
+template <typename Conn>
+class JoinRegistry {
+ public:
+  /// Opens `token` for joins: the session may have `announced` connections
+  /// in all (clamped to 1..kMaxJoinedConnections), its first one included.
+  /// Call before the client can learn the token. False if the token is
+  /// already open (a token must name one session).
+  bool open(uint64_t token, uint32_t announced) {
+    if (token == 0) return false;
+    std::lock_guard lk(mu_);
+    auto [it, fresh] = sessions_.try_emplace(token);
+    if (!fresh) return false;
+    it->second.max = std::clamp<uint32_t>(announced, 1, kMaxJoinedConnections);
+    return true;
+  }
+
+  /// Hands `conn` to the session `token`, moving from it only on success. A
+  /// refusal says why (unknown or closed token, every announced connection
+  /// already there); `conn` then stays with the caller.
+  Status join(uint64_t token, Conn& conn) {
+    std::lock_guard lk(mu_);
+    auto it = sessions_.find(token);
+    if (token == 0 || it == sessions_.end())
+      return make_error(EPERM, "its session token names no open session");
+    Entry& e = it->second;
+    if (e.count >= e.max)
+      return make_error(EPERM, "its session announced " + std::to_string(e.max) + " connection(s) and has them all");
+    ++e.count;
+    e.fresh.push_back(std::move(conn));
+    return {};
+  }
+
+  /// The connections that joined `token` since the last call (session thread).
+  std::vector<Conn> take(uint64_t token) {
+    std::lock_guard lk(mu_);
+    auto it = sessions_.find(token);
+    if (it == sessions_.end()) return {};
+    return std::exchange(it->second.fresh, {});
+  }
+
+  /// Ends joins for `token`; returns what joined and was never taken, for the
+  /// session to release with its own connections. Every join after this is
+  /// refused.
+  std::vector<Conn> close(uint64_t token) {
+    std::lock_guard lk(mu_);
+    auto it = sessions_.find(token);
+    if (it == sessions_.end()) return {};
+    std::vector<Conn> late = std::move(it->second.fresh);
+    sessions_.erase(it);
+    return late;
+  }
+
+  /// Sessions open for joins (tests, logs).
+  size_t size() const {
+    std::lock_guard lk(mu_);
+    return sessions_.size();
+  }
+
+ private:
+  struct Entry {
+    uint32_t count = 1;  ///< connections so far, the first included
+    uint32_t max = 1;
+    std::vector<Conn> fresh;
+  };
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, Entry> sessions_;
+};
+
+}  // namespace rcp

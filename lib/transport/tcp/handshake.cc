@@ -1,0 +1,198 @@
+// The hello of a TCP connection, both sides, and tcp_connect (handshake.h).
+#include "transport/tcp/handshake.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fmt/core.h>
+
+#include "hash/digest.h"
+#include "util/log.h"
+#include "wire/codec.h"
+
+namespace rcp::tcp {
+namespace {
+
+using wire::kHelloJoin;
+using wire::kHelloToken;
+
+/// Blocking exact read/write with a deadline, for the hello only.
+Status io_exact(int fd, uint8_t* p, size_t n, bool writing, int timeout_ms, const std::string& peer) {
+  size_t done = 0;
+  while (done < n) {
+    pollfd pfd{fd, static_cast<short>(writing ? POLLOUT : POLLIN), 0};
+    int pr = ::poll(&pfd, 1, timeout_ms);
+    if (pr == 0) return make_error(ETIMEDOUT, "hello with " + peer);
+    if (pr < 0) {
+      if (errno == EINTR) continue;
+      return sys_error("poll " + peer);
+    }
+    ssize_t r = writing ? ::send(fd, p + done, n - done, MSG_NOSIGNAL) : ::recv(fd, p + done, n - done, 0);
+    if (r == 0) return make_error(ECONNRESET, "peer " + peer + " closed the connection during the hello");
+    if (r < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return sys_error("hello with " + peer);
+    }
+    done += static_cast<size_t>(r);
+  }
+  return {};
+}
+
+/// Our hello; `connections` is the streams this client will open (the
+/// daemon admits no more joins than that).
+wire::Hello local_hello(const TcpOptions& opt, uint32_t flags, uint32_t connections) {
+  wire::Hello h;
+  h.ctrl_depth = 64;  // unused on TCP (the stream has its own flow control), but must be valid
+  h.rd_init = static_cast<uint16_t>(opt.reads_in_flight);
+  h.rd_resp = static_cast<uint16_t>(opt.reads_in_flight);
+  h.max_sge_rd = 64;
+  h.checksums = supported_checksums();
+  h.max_chunk = opt.max_chunk;
+  h.qps = static_cast<uint16_t>(std::clamp<uint32_t>(connections, 1, kMaxJoinedConnections));
+  h.flags = flags;
+  return h;
+}
+
+Negotiated negotiate(const TcpOptions& opt, const wire::Hello& peer) {
+  Negotiated n;
+  n.reads_in_flight = std::max<uint32_t>(1, std::min<uint32_t>(opt.reads_in_flight, peer.rd_resp));
+  n.max_sge = 64;
+  n.max_chunk = peer.max_chunk;
+  n.checksums = static_cast<uint16_t>(peer.checksums & supported_checksums());
+  return n;
+}
+
+Status send_u64(int fd, uint64_t v, int timeout_ms, const std::string& peer) {
+  std::vector<uint8_t> b;
+  wire::Writer(b).u64(v);
+  return io_exact(fd, b.data(), b.size(), true, timeout_ms, peer);
+}
+
+Result<uint64_t> recv_u64(int fd, int timeout_ms, const std::string& peer) {
+  uint8_t b[8];
+  RCP_TRY(io_exact(fd, b, 8, false, timeout_ms, peer));
+  wire::Reader r({b, 8});
+  return r.u64();
+}
+
+/// Sends our hello, reads and checks the peer's.
+Result<wire::Hello> exchange_hello(int fd, const std::string& peer, const TcpOptions& opt, uint32_t flags) {
+  auto mine = wire::encode_hello(local_hello(opt, flags, opt.streams));
+  RCP_TRY(io_exact(fd, mine.data(), mine.size(), true, opt.timeout_ms, peer));
+  std::vector<uint8_t> theirs(wire::kHelloSize);
+  RCP_TRY(io_exact(fd, theirs.data(), theirs.size(), false, opt.timeout_ms, peer));
+  auto h = wire::decode_hello(theirs);
+  if (!h.ok()) return make_error(h.error().code, "hello from " + peer + ": " + h.error().context);
+  return h;
+}
+
+}  // namespace
+
+std::string addr_string(const sockaddr* sa) {
+  char buf[INET6_ADDRSTRLEN] = "?";
+  if (sa->sa_family == AF_INET) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+    inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf);
+    return fmt::format("{}:{}", buf, ntohs(in->sin_port));
+  }
+  if (sa->sa_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof buf);
+    return fmt::format("[{}]:{}", buf, ntohs(in6->sin6_port));
+  }
+  return "?";
+}
+
+Result<Fd> dial(const std::string& host, uint16_t port, std::string& peer) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_family = AF_UNSPEC;
+  addrinfo* res = nullptr;
+  std::string ps = std::to_string(port);
+  int gai = ::getaddrinfo(host.c_str(), ps.c_str(), &hints, &res);
+  if (gai != 0) return make_error(EHOSTUNREACH, fmt::format("resolve '{}': {}", host, gai_strerror(gai)));
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
+  Error last = make_error(EHOSTUNREACH, "connect to " + host);
+  for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+    Fd s(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+    if (!s.valid()) {
+      last = sys_error("socket");
+      continue;
+    }
+    peer = addr_string(ai->ai_addr);
+    if (::connect(s.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
+      last = sys_error("tcp connect to " + peer);
+      continue;
+    }
+    return s;
+  }
+  return last;
+}
+
+Result<std::unique_ptr<Transport>> accept_hello(Fd sock, const std::string& peer, const TcpOptions& opt,
+                                                std::shared_ptr<StreamJoins> joins) {
+  // Our hello goes first (it only offers a token); the client's says
+  // whether it starts a session or joins one.
+  std::vector<uint8_t> theirs(wire::kHelloSize);
+  auto mine = wire::encode_hello(local_hello(opt, kHelloToken, 1));
+  RCP_TRY(io_exact(sock.get(), mine.data(), mine.size(), true, opt.timeout_ms, peer));
+  RCP_TRY(io_exact(sock.get(), theirs.data(), theirs.size(), false, opt.timeout_ms, peer));
+  auto h = wire::decode_hello(theirs);
+  if (!h.ok()) return make_error(h.error().code, "hello from " + peer + ": " + h.error().context);
+  if (h->flags & kHelloJoin) {
+    RCP_ASSIGN(uint64_t want, recv_u64(sock.get(), opt.timeout_ms, peer));
+    Fd dup(::dup(sock.get()));  // the session owns this one from the join on
+    if (!dup.valid()) return sys_error("dup (stream join)");
+    if (Status st = joins->join(want, dup); !st.ok()) {
+      (void)send_u64(sock.get(), 0, opt.timeout_ms, peer);  // "refused", so the client can say so
+      return make_error(st.error().code, "stream join refused: " + st.error().context);
+    }
+    RCP_TRY(send_u64(sock.get(), want, opt.timeout_ms, peer));
+    return std::unique_ptr<Transport>();
+  }
+  // Open for joins before the client learns the token, so its joins always
+  // find the session; the transport's destructor closes it.
+  RCP_ASSIGN(uint64_t token, wire::new_session_token());
+  if (!joins->open(token, h->qps)) return make_error(EEXIST, "session token collision");
+  auto t = std::make_unique<TcpTransport>(peer, negotiate(opt, h.value()), opt.zerocopy, token, std::move(joins));
+  RCP_TRY(send_u64(sock.get(), token, opt.timeout_ms, peer));
+  RCP_TRY(t->init(std::move(sock)));
+  return std::unique_ptr<Transport>(std::move(t));
+}
+
+}  // namespace rcp::tcp
+
+namespace rcp {
+
+Result<std::unique_ptr<Transport>> tcp_connect(const std::string& host, uint16_t port, const TcpOptions& opt) {
+  using namespace tcp;
+  std::string peer;
+  RCP_ASSIGN(Fd first, dial(host, port, peer));
+  RCP_ASSIGN(wire::Hello h, exchange_hello(first.get(), peer, opt, 0));
+  uint64_t token = 0;
+  if (h.flags & kHelloToken) {
+    RCP_ASSIGN(token, recv_u64(first.get(), opt.timeout_ms, peer));
+  }
+  auto t = std::make_unique<TcpTransport>(peer, negotiate(opt, h), opt.zerocopy);
+  RCP_TRY(t->init(std::move(first)));
+  // Extra streams join the session with its token; a daemon that offers no
+  // token gets one stream.
+  const uint32_t streams = std::clamp<uint32_t>(opt.streams, 1, kMaxJoinedConnections);
+  for (uint32_t i = 1; token != 0 && i < streams; ++i) {
+    std::string p2;
+    RCP_ASSIGN(Fd s, dial(host, port, p2));
+    RCP_TRY(exchange_hello(s.get(), p2, opt, kHelloJoin));
+    RCP_TRY(send_u64(s.get(), token, opt.timeout_ms, p2));
+    // The daemon confirms the join only once the stream belongs to the session.
+    RCP_ASSIGN(uint64_t ack, recv_u64(s.get(), opt.timeout_ms, p2));
+    if (ack != token) return make_error(EPROTO, "stream join refused by " + p2);
+    t->add_stream(std::move(s));
+  }
+  return std::unique_ptr<Transport>(std::move(t));
+}
+
+}  // namespace rcp

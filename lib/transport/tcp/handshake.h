@@ -1,0 +1,36 @@
+/// How a TCP connection starts: resolving and dialing, and the hello each
+/// side sends first — the same versioned 32-byte hello RDMA carries in its
+/// rdma_cm private data, then the session token. The daemon's hello is
+/// followed by a fresh token (getrandom); a client opening extra streams
+/// sends a join hello followed by that token on each, and the daemon
+/// confirms by echoing the token (or answers 0: refused). The hello is
+/// exchanged with blocking I/O under a deadline before the connection moves
+/// onto io_uring: it is a few dozen bytes, once per connection.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <memory>
+#include <string>
+
+#include "transport/tcp/connection.h"
+#include "transport/tcp/tcp_transport.h"
+#include "wire/messages.h"
+
+namespace rcp::tcp {
+
+/// "1.2.3.4:5" or "[::1]:5".
+std::string addr_string(const sockaddr* sa);
+
+/// A connected socket to host:port (first address that answers); `peer` is
+/// set to the address it reached.
+Result<Fd> dial(const std::string& host, uint16_t port, std::string& peer);
+
+/// Daemon side, on the session's thread: exchanges hellos on an accepted
+/// socket. A fresh session gets a token open in `joins` for as many streams
+/// as the client announced; a join hello hands the socket to its session
+/// (or is refused) and returns nullptr.
+Result<std::unique_ptr<Transport>> accept_hello(Fd sock, const std::string& peer, const TcpOptions& opt,
+                                                std::shared_ptr<StreamJoins> joins);
+
+}  // namespace rcp::tcp
