@@ -21,6 +21,7 @@ prog=install-deps.sh
 build_pkgs=(
     build-essential cmake pkg-config ninja-build
     libibverbs-dev librdmacm-dev liburing-dev libssl-dev libcli11-dev doctest-dev libxxhash-dev libfmt-dev
+    libtomlplusplus-dev
 )
 runtime_pkgs=(
     ibverbs-providers rdma-core ibverbs-utils rdmacm-utils perftest iproute2 kmod
