@@ -92,6 +92,11 @@ Result<Address> parse_url(std::string_view arg) {
   if (const size_t at = auth.rfind('@'); at != std::string_view::npos) {
     if (at == 0) return bad(arg, "empty user name before '@'");
     a.user = auth.substr(0, at);
+    if (const size_t pw = a.user.find(':'); pw != std::string::npos) {
+      // Quote the argument with the password masked: messages end up in logs and cron mail.
+      const std::string masked = std::string(kScheme) + a.user.substr(0, pw) + ":***@" + std::string(rest.substr(at + 1));
+      return bad(masked, "a password in the URL is not supported (set password_file in ~/.config/rcp/config.toml)");
+    }
     auth.remove_prefix(at + 1);
   }
   std::string_view port;

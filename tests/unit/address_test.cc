@@ -138,6 +138,9 @@ TEST_CASE("errors quote the argument and say what is wrong") {
   CHECK(contains(err("rcp:///data/x"), "no host name"));
   CHECK(contains(err("rcp://::1/data"), "needs brackets"));
   CHECK(contains(err("rcp://@h/data"), "empty user name"));
+  CHECK(contains(err("rcp://u:secret@h/data"), "password in the URL is not supported"));
+  CHECK(contains(err("rcp://u:secret@h/data"), "'rcp://u:***@h/data'"));
+  CHECK_FALSE(contains(err("rcp://u:secret@h/data"), "secret"));
   CHECK(contains(err("@h:data"), "empty user name"));
   CHECK(contains(err("u@:data/x"), "no host name"));
   CHECK(contains(err("scp://host/data"), "unsupported URL scheme 'scp://'"));
