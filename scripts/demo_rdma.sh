@@ -7,7 +7,7 @@
 # setup and first use of the device and buffers, not the data path (in the soft-RoCE guest a
 # cold pull showed 0.42 x ib_read_bw where warm ones showed 0.93). Then RUNS measured rounds;
 # the table ends with their medians and the ratios to ib_read_bw.
-# Every copy is compared with its source; exits 1 if any copy or ib_read_bw run failed.
+# Every copy is compared with its source; exits 1 if any copy failed or differs.
 # usage: scripts/demo_rdma.sh BUILD_DIR [SIZE_MIB] [RUNS]
 set -u
 bin=${1:?usage: demo_rdma.sh BUILD_DIR [SIZE_MIB] [RUNS]}
@@ -32,9 +32,12 @@ copy() {
   mbps "$log"
 }
 
-# One ib_read_bw run. The client retries until the server listens (a fixed sleep loses that
-# race on a loaded host and leaves the server waiting forever); the server gives up after 120 s.
-ib_ref() {
+# One ib_read_bw measurement, tried up to 3 times. The client retries until the server
+# listens (a fixed sleep loses that race on a loaded host and leaves the server waiting
+# forever); the server gives up after 120 s. In the loaded TCG guest a run occasionally
+# reports 0 MB/s: that counts as a failed try. Prints MB/s, or "-" when all tries failed
+# (a missing reference is a warning; the copies are what the demo checks).
+ib_once() {
   timeout 120 ib_read_bw -d "$dev_srv" -R -F -s 1048576 -n "$mib" > "$w/ibs.log" 2>&1 &
   local sp=$! ok=0
   for _ in $(seq 60); do
@@ -44,14 +47,17 @@ ib_ref() {
   done
   kill "$sp" 2>/dev/null
   wait "$sp" 2>/dev/null
-  if [ $ok = 1 ]; then
-    awk '/^ *1048576/ {print $4 * 1.048576}' "$w/ibc.log" | tail -n1
-  else
-    echo "demo_rdma: ib_read_bw failed:" >&2
-    cat "$w/ibc.log" >&2
-    echo -
-    return 1
-  fi
+  [ $ok = 1 ] && awk '/^ *1048576/ {v = $4 * 1.048576} END {if (v > 0) print v}' "$w/ibc.log"
+}
+ib_ref() {
+  local v
+  for _ in 1 2 3; do
+    v=$(ib_once)
+    [ -n "$v" ] && { echo "$v"; return 0; }
+  done
+  echo "demo_rdma: warning: ib_read_bw gave no figure in 3 tries; its last output:" >&2
+  tail -n 5 "$w/ibc.log" >&2
+  echo -
 }
 
 one() { if [ -z "$1" ] || [ "$1" = - ]; then echo -; else printf '%.1f' "$1"; fi; }
@@ -62,19 +68,21 @@ printf '%-22s %10s %10s %16s\n' "${mib} MiB, MB/s" "rcp pull" "rcp push" "ib_rea
 for i in $(seq 0 "$runs"); do
   p=$(copy pull) || failed=1
   q=$(copy push) || failed=1
-  r=$(ib_ref) || failed=1
+  r=$(ib_ref)
   if [ "$i" = 0 ]; then
     label="warm-up (not counted)"
     head -n1 "$w/pull.err" | sed 's/^/  /' >&2
   else
     label="run $i"
-    pulls+=("$p") pushes+=("$q") refs+=("$r")
+    pulls+=("$p") pushes+=("$q")
+    [ "$r" != - ] && refs+=("$r")
   fi
   printf '%-22s %10s %10s %16s\n' "$label" "$(one "$p")" "$(one "$q")" "$(one "$r")"
 done
 if [ $failed = 0 ]; then
-  p=$(median "${pulls[@]}") q=$(median "${pushes[@]}") r=$(median "${refs[@]}")
-  printf '%-22s %10.1f %10.1f %16.1f\n' "median of $runs warm runs" "$p" "$q" "$r"
+  p=$(median "${pulls[@]}") q=$(median "${pushes[@]}") r=-
+  [ ${#refs[@]} -gt 0 ] && r=$(median "${refs[@]}")
+  printf '%-22s %10.1f %10.1f %16s\n' "median of $runs warm runs" "$p" "$q" "$(one "$r")"
   awk -v p="$p" -v q="$q" -v r="$r" \
     'BEGIN { if (r > 0) printf "warm ratio pull/ib_read_bw %.2f   push/ib_read_bw %.2f\n", p/r, q/r }'
 fi
