@@ -17,7 +17,7 @@ demo_daemons() { pgrep -f -- '--tcp-port 17472' 2>/dev/null | grep -v "^$$\$" ||
 
 mapfile -t before < <(ls -d /tmp/rcp-demo.* 2>/dev/null; echo /nonexistent)
 
-log=$(mktemp /tmp/rcp-demo-check.XXXXXX)
+log=$(mktemp /tmp/demo-check-log.XXXXXX)  # not rcp-demo*: that is what we look for
 bash scripts/demo.sh "${args[@]}" > "$log" 2>&1
 rc=$?
 if [ $rc -eq 0 ]; then say "ok: demo.sh ${args[*]} exited 0"; else say "FAIL: demo.sh exited $rc"; tail -20 "$log"; fails=$((fails + 1)); fi
