@@ -26,6 +26,7 @@ build_pkgs=(
 runtime_pkgs=(
     ibverbs-providers rdma-core ibverbs-utils rdmacm-utils perftest iproute2 kmod
     iperf3 rsync
+    zsh
 )
 vm_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
 
