@@ -21,10 +21,12 @@ prog=install-deps.sh
 build_pkgs=(
     build-essential cmake pkg-config ninja-build
     libibverbs-dev librdmacm-dev liburing-dev libssl-dev libcli11-dev doctest-dev libxxhash-dev libfmt-dev
+    libtomlplusplus-dev
 )
 runtime_pkgs=(
     ibverbs-providers rdma-core ibverbs-utils rdmacm-utils perftest iproute2 kmod
     iperf3 rsync
+    zsh
 )
 vm_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
 
