@@ -233,6 +233,24 @@ TEST_CASE("config: missing and conflicting keys") {
   parse_err("", 1, "modules");
 }
 
+TEST_CASE("config: characters toml++ 3.3 mishandles are refused before it parses") {
+  // U+00E9 after a value, U+0416 in a comment, U+3042 in a string, U+FEFE in a key position:
+  // toml++ 3.3.0 reaches __builtin_unreachable() classifying these as whitespace or not.
+  std::string m = parse_err(kMod + "max_connections = 1\xC3\xA9\n", 3, "U+00E9");
+  CHECK(m.find("\\u escape") != std::string::npos);
+  parse_err("# \xD0\x96\n" + kMod, 1, "U+0416");
+  parse_err(kMod + "comment = \"\xE3\x81\x82\"\n", 3, "U+3042");
+  parse_err(kMod + "\xEF\xBB\xBE = 1\n", 3, "U+FEFE");
+  parse_err(kMod + "comment = \"\xC2\xA1\"\n", 3, "U+00A1");
+  parse_err(kMod + "comment = \"\xD2\x99\"\n", 3, "U+0499");
+  // The edges and everything else pass: U+00A0, U+049A, U+3000, U+65E5, U+FEFF (in strings), escapes.
+  CHECK(parse_ok(kMod + "comment = \"\xC2\xA0\xD2\x9A\xE3\x80\x80\xE6\x97\xA5\"\n").modules[0].comment ==
+        "\xC2\xA0\xD2\x9A\xE3\x80\x80\xE6\x97\xA5");
+  CHECK(parse_ok(kMod + "comment = \"caf\\u00e9\"  # \xE6\x97\xA5\n").modules[0].comment == "caf\xC3\xA9");
+  // Malformed UTF-8 is left to toml++, which refuses it.
+  parse_err(kMod + "comment = \"\xC3\"\n", 3, "not valid TOML");
+}
+
 TEST_CASE("config: module names are plain") {
   for (const char* ok : {"data", "a", "A-b_c.d", "x1"}) CHECK_MESSAGE(valid_module_name(ok), ok);
   for (const char* bad : {"", ".hidden", "-x", "a/b", "a b", "..", "a\nb", "é"}) CHECK_MESSAGE(!valid_module_name(bad), bad);
