@@ -77,7 +77,12 @@ bool Cidr::contains(const IpAddress& a) const {
 }
 
 std::string Cidr::to_string() const {
-  return base.to_string() + "/" + std::to_string(v4 ? prefix - 96 : prefix);
+  if (v4) return base.to_string() + "/" + std::to_string(prefix - 96);
+  // An IPv6 rule keeps its IPv6 spelling even over the v4-mapped block, so
+  // the text parses back to the same rule.
+  char buf[INET6_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET6, base.bytes.data(), buf, sizeof buf);
+  return std::string(buf) + "/" + std::to_string(prefix);
 }
 
 Result<Cidr> parse_cidr(std::string_view text) {

@@ -12,6 +12,9 @@ template <class... Ts>
 struct overloaded : Ts... {
   using Ts::operator()...;
 };
+// Spelled out for clang before 17 (the fuzz build), which lacks CTAD for aggregates.
+template <class... Ts>
+overloaded(Ts...) -> overloaded<Ts...>;
 
 Error proto(std::string what) { return make_error(EPROTO, std::move(what)); }
 

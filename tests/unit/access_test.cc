@@ -81,6 +81,9 @@ TEST_CASE("parse_cidr: prefixes at the edges, bare addresses") {
   CHECK_FALSE(cidr("::ffff:10.0.0.0/104").v4);
   CHECK(cidr("10.0.0.0/8").to_string() == "10.0.0.0/8");
   CHECK(cidr("2001:db8::/32").to_string() == "2001:db8::/32");
+  CHECK(cidr("::ffff:10.0.0.0/104").to_string() == "::ffff:10.0.0.0/104");
+  for (const char* t : {"10.0.0.0/8", "0.0.0.0/0", "1.2.3.4", "::/0", "::1", "::ffff:10.0.0.0/104", "fe80::/10"})
+    CHECK_MESSAGE(cidr(cidr(t).to_string().c_str()) == cidr(t), t);  // the text parses back to the same rule
 }
 
 TEST_CASE("parse_cidr: hostile and malformed rules are refused with EINVAL naming the text") {
