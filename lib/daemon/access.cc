@@ -16,8 +16,7 @@ Error bad(std::string_view text, std::string_view why) {
 
 /// inet_pton wants a NUL-terminated string; it also refuses blanks and names.
 bool pton(int family, std::string_view text, void* out) {
-  if (text.empty() || text.size() > INET6_ADDRSTRLEN) return false;
-  if (text.find('\0') != std::string_view::npos) return false;
+  if (text.find('\0') != std::string_view::npos) return false;  // c_str() would cut the text there
   std::string s(text);
   return inet_pton(family, s.c_str(), out) == 1;
 }

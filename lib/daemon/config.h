@@ -48,7 +48,7 @@ struct DaemonConfig {
   std::string user;                 ///< started as root: drop to this user after binding (empty = stay)
   std::string group;                ///< and this group (empty = the user's primary group)
   uint32_t max_connections = 64;    ///< every connection, joined streams and QPs included
-  uint32_t max_per_host = 8;        ///< connections from one address
+  uint32_t max_per_host = 8;        ///< connections from one address (default: 8, or max_connections if smaller)
   uint32_t max_files_per_session = 64;  ///< files one session may hold open at once
   uint32_t hello_timeout = 10;      ///< seconds for a whole hello (and the authentication exchange)
   uint32_t idle_timeout = 600;      ///< seconds without progress before a session is dropped; 0 = never

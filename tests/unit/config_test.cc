@@ -187,6 +187,9 @@ TEST_CASE("config: bad values") {
   parse_err("[daemon]\nmax_per_host = 0\n" + kMod, 2, "daemon.max_per_host");
   parse_err("[daemon]\nmax_connections = 4\nmax_per_host = 5\n" + kMod, 3, "daemon.max_per_host");
   parse_err("[daemon]\nmax_per_host = 65\n" + kMod, 2, "daemon.max_per_host");  // default max_connections 64
+  // Found by fuzz_config: a small max_connections alone used to dereference the absent max_per_host.
+  CHECK(parse_ok("[daemon]\nmax_connections = 4\n" + kMod).max_per_host == 4);
+  CHECK(parse_ok("[daemon]\nmax_connections = 40\n" + kMod).max_per_host == 8);
   parse_err("[daemon]\nmax_files_per_session = 0\n" + kMod, 2, "daemon.max_files_per_session");
   parse_err("[daemon]\nmax_files_per_session = 4097\n" + kMod, 2, "daemon.max_files_per_session");
   parse_err("[daemon]\nhello_timeout = 0\n" + kMod, 2, "daemon.hello_timeout");
@@ -194,6 +197,9 @@ TEST_CASE("config: bad values") {
   parse_err("[daemon]\nidle_timeout = -1\n" + kMod, 2, "daemon.idle_timeout");
   parse_err("[daemon]\nidle_timeout = 86401\n" + kMod, 2, "daemon.idle_timeout");
   parse_err("[daemon]\nhash_threads = 65\n" + kMod, 2, "daemon.hash_threads");
+  parse_err("[daemon]\nhash_threads = -1\n" + kMod, 2, "daemon.hash_threads");
+  parse_err("[daemon]\nuser = \"" + std::string(33, 'u') + "\"\n" + kMod, 2, "daemon.user");
+  CHECK(parse_ok("[daemon]\nuser = \"" + std::string(32, 'u') + "\"\n" + kMod).user.size() == 32);
   parse_err("[daemon]\ntransport = \"udp\"\n" + kMod, 2, "daemon.transport");
   parse_err("[daemon]\nuser = \"\"\n" + kMod, 2, "daemon.user");
   parse_err("[daemon]\nuser = \"-rf\"\n" + kMod, 2, "daemon.user");
@@ -249,6 +255,7 @@ TEST_CASE("config: characters toml++ 3.3 mishandles are refused before it parses
   CHECK(parse_ok(kMod + "comment = \"caf\\u00e9\"  # \xE6\x97\xA5\n").modules[0].comment == "caf\xC3\xA9");
   // Malformed UTF-8 is left to toml++, which refuses it.
   parse_err(kMod + "comment = \"\xC3\"\n", 3, "not valid TOML");
+  parse_err(kMod + "comment = \"x\"\n\xD0", 3, "not valid TOML");  // a lead byte at the very end
 }
 
 TEST_CASE("config: module names are plain") {
