@@ -59,6 +59,9 @@ struct DaemonConfig {
   const ModuleConfig* find_module(std::string_view name) const;
 };
 
+/// Whether a peer may use a module: host_allowed() with the module's rules.
+inline bool allowed(const ModuleConfig& module, const IpAddress& peer) { return host_allowed(module.hosts, peer); }
+
 /// Limits applied before the TOML parser sees anything.
 constexpr size_t kMaxConfigBytes = 1 << 20;
 constexpr size_t kMaxModuleName = 64;

@@ -97,9 +97,11 @@ TEST_CASE("config: a full file sets every key") {
   REQUIRE(d->hosts.allow.has_value());
   CHECK(d->hosts.allow->size() == 3);
   CHECK(d->hosts.deny.size() == 1);
-  CHECK(host_allowed(d->hosts, parse_ip("10.1.1.1").value()));
-  CHECK_FALSE(host_allowed(d->hosts, parse_ip("10.9.1.1").value()));
-  CHECK_FALSE(host_allowed(d->hosts, parse_ip("192.0.2.1").value()));
+  CHECK(allowed(*d, parse_ip("10.1.1.1").value()));
+  CHECK(allowed(*d, parse_ip("::1").value()));
+  CHECK_FALSE(allowed(*d, parse_ip("10.9.1.1").value()));
+  CHECK_FALSE(allowed(*d, parse_ip("192.0.2.1").value()));
+  CHECK(allowed(*c.find_module("pub"), parse_ip("192.0.2.1").value()));
   CHECK(d->auth_required());
   CHECK(d->has_user("alice"));
   CHECK(d->has_user("bob@example"));
