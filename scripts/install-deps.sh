@@ -21,8 +21,10 @@ prog=install-deps.sh
 build_pkgs=(
     build-essential cmake pkg-config ninja-build
     libibverbs-dev librdmacm-dev liburing-dev libssl-dev libcli11-dev doctest-dev libxxhash-dev libfmt-dev
-    libtomlplusplus-dev
+    libtomlplusplus-dev mandoc
 )
+# tests/fuzz (libFuzzer): clang and its compiler-rt (fuzzer, ASan and UBSan runtimes).
+fuzz_pkgs=(clang libclang-rt-14-dev)
 runtime_pkgs=(
     ibverbs-providers rdma-core ibverbs-utils rdmacm-utils perftest iproute2 kmod
     iperf3 rsync
@@ -41,7 +43,7 @@ for arg in "$@"; do
     esac
 done
 
-pkgs=("${build_pkgs[@]}" "${runtime_pkgs[@]}")
+pkgs=("${build_pkgs[@]}" "${runtime_pkgs[@]}" "${fuzz_pkgs[@]}")
 [ $with_vm = 1 ] && pkgs+=("${vm_pkgs[@]}")
 
 if [ -r /etc/os-release ]; then

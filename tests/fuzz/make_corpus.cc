@@ -1,0 +1,144 @@
+// Writes the seed corpus of every harness: valid encodings of each control message, hello and
+// authentication message, and small valid configuration, CIDR and secrets texts. Usage:
+//   fuzz_make_corpus DIR      (run.sh's corpus is tests/fuzz/corpus, committed)
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "wire/auth_messages.h"
+#include "wire/messages.h"
+
+using namespace rcp::wire;
+
+namespace {
+
+std::string root;
+
+void put(const std::string& harness, const std::string& name, const std::vector<uint8_t>& bytes) {
+  const std::string dir = root + "/" + harness;
+  mkdir(root.c_str(), 0755);
+  mkdir(dir.c_str(), 0755);
+  FILE* f = std::fopen((dir + "/" + name).c_str(), "wb");
+  if (f == nullptr || std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size()) {
+    std::perror(name.c_str());
+    std::exit(1);
+  }
+  std::fclose(f);
+}
+
+void put_text(const std::string& harness, const std::string& name, const std::string& text) {
+  put(harness, name, std::vector<uint8_t>(text.begin(), text.end()));
+}
+
+void msg(const std::string& name, const Message& m) {
+  std::vector<uint8_t> b;
+  if (!encode(m, b).ok()) std::exit(1);
+  put("wire", name, b);
+}
+
+void auth(const std::string& name, const AuthMessage& m) {
+  std::vector<uint8_t> b;
+  if (!encode_auth(m, b).ok()) std::exit(1);
+  put("auth_messages", name, b);
+}
+
+Digest digest(uint8_t len) {
+  Digest d;
+  d.len = len;
+  for (uint8_t i = 0; i < len; ++i) d.bytes[i] = static_cast<uint8_t>(0xa0 + i);
+  return d;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+    return 2;
+  }
+  root = argv[1];
+
+  msg("open_put", Open{Op::put, Checksum::xxh128, kOpenMulti | kOpenFsync, "data/dir/file.bin"});
+  msg("open_get", Open{Op::get, Checksum::sha256, kOpenRecursive, "data/tree"});
+  msg("open_ok", OpenOk{1});
+  msg("file_begin", FileBegin{7, 1u << 30, 0644, "r\xC3\xA9sum\xC3\xA9.txt"});
+  msg("chunk_ready_xxh", ChunkReady{7, 3, 4u << 20, 1u << 20, 0x7f0000001000, 0x1234, digest(16)});
+  msg("chunk_ready_sha", ChunkReady{7, 4, 5u << 20, 1u << 20, 0x7f0000101000, 0x1234, digest(32)});
+  msg("chunk_done", ChunkDone{{0, 1, 2, 3, 15}});
+  msg("file_end", FileEnd{7, 1u << 30, digest(32)});
+  msg("file_result_ok", FileResult{7, 0, ""});
+  msg("file_result_err", FileResult{8, 13, "permission denied: data/x"});
+  msg("finish", Finish{});
+  msg("done", Done{10, 1});
+  msg("error", ErrorMsg{5, "I/O error reading data/big.iso"});
+
+  Hello h;
+  h.ctrl_depth = 64;
+  h.rd_init = 16;
+  h.rd_resp = 16;
+  h.max_sge_rd = 30;
+  h.checksums = 7;
+  h.qps = 2;
+  h.max_chunk = 1u << 20;
+  put("hello", "hello", encode_hello(h));
+  put("hello", "hello_token", encode_hello_token(h, kHelloToken, 0x0123456789abcdefULL));
+  put("hello", "hello_join", encode_hello_token(h, kHelloJoin, 0xfedcba9876543210ULL));
+
+  AuthRequest req;
+  req.user = "alice";
+  req.module = "data";
+  for (size_t i = 0; i < kNonceSize; ++i) req.client_nonce[i] = static_cast<uint8_t>(i + 1);
+  auth("request", req);
+  AuthChallenge ch;
+  for (size_t i = 0; i < kNonceSize; ++i) ch.server_nonce[i] = static_cast<uint8_t>(0xff - i);
+  auth("challenge", ch);
+  AuthResponse resp;
+  resp.client_proof.fill(0x5a);
+  auth("response", resp);
+  AuthProof proof;
+  proof.server_proof.fill(0xa5);
+  auth("proof", proof);
+
+  put_text("config", "minimal.conf", "[modules.data]\npath = \"/srv/data\"\n");
+  put_text("config", "full.conf", R"([daemon]
+listen = ["0.0.0.0", "::"]
+port = 7471
+tcp_port = 7472
+transport = "auto"
+user = "rcpd"
+group = "rcpd"
+max_connections = 64
+max_per_host = 8
+max_files_per_session = 64
+hello_timeout = 10
+idle_timeout = 600
+hash_threads = 1
+pid_file = "/run/rcpd.pid"
+
+[modules.data]
+path = "/srv/data"
+comment = "nightly replicas"
+read_only = false
+write_only = true
+list = false
+hosts_allow = ["10.0.0.0/8", "127.0.0.1", "::1"]
+hosts_deny = ["10.9.0.0/16", "2001:db8::/32"]
+auth_users = ["alice", "bob"]
+secrets_file = "/etc/rcpd.secrets"
+max_connections = 4
+
+[modules.pub]
+path = "/srv/pub"
+)");
+  put_text("config", "dotted.conf", "daemon.port = 1\nmodules.a.path = \"/a\"\nmodules.b = { path = \"/b\", list = true }\n");
+
+  put_text("access", "v4", "10.0.0.0/8");
+  put_text("access", "v4_host", "192.0.2.7");
+  put_text("access", "v6", "2001:db8::/32");
+  put_text("access", "v6_host", "::1");
+  put_text("access", "mapped", "::ffff:10.0.0.0/104");
+  put_text("access", "secrets", "# users\nalice:correct horse battery\n\nbob:another-secret\r\n");
+  return 0;
+}
