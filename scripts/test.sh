@@ -23,6 +23,9 @@ for b in build build-asan; do
   (cd "$b" && ctest --output-on-failure) || status=1
 done
 
+step "fuzzers (libFuzzer, ${RCP_FUZZ_SECONDS:-30} s per harness)"
+bash tests/fuzz/run.sh "${RCP_FUZZ_SECONDS:-30}" || status=1
+
 step "RDMA tier (soft-RoCE)"
 if ls /sys/class/infiniband 2>/dev/null | grep -q .; then
   echo "this host has RDMA devices: running the RDMA tier natively"

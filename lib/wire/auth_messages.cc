@@ -2,19 +2,12 @@
 
 #include <fmt/core.h>
 
+#include "util/overloaded.h"
 #include "wire/codec.h"
 #include "wire/messages.h"
 
 namespace rcp::wire {
 namespace {
-
-template <class... Ts>
-struct overloaded : Ts... {
-  using Ts::operator()...;
-};
-// Spelled out for clang before 17 (the fuzz build), which lacks CTAD for aggregates.
-template <class... Ts>
-overloaded(Ts...) -> overloaded<Ts...>;
 
 Error proto(std::string what) { return make_error(EPROTO, std::move(what)); }
 
