@@ -26,6 +26,7 @@
 #include "transport/rdma/rdma_transport.h"
 #include "transport/tcp/tcp_transport.h"
 #include "util/log.h"
+#include "util/notify.h"
 
 namespace {
 
@@ -198,6 +199,7 @@ int run(Daemon& d, const std::string& listen, uint16_t rdma_port, uint16_t tcp_p
     ::epoll_ctl(ep.get(), EPOLL_CTL_ADD, tl.get(), &ev);
   }
   std::fprintf(stderr, "rcpd: ready\n");
+  notify_ready();  // Type=notify (packaging/rcpd.service); a no-op outside systemd
   while (!g_stop) {
     epoll_event out[4];
     int n = ::epoll_wait(ep.get(), out, 4, 500);
