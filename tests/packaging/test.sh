@@ -127,13 +127,17 @@ printf '\n[modules.t]\npath = "%s"\nread_only = false\n' "$work/export" >> "$wor
 #   module_args=(--config "$work/rcpd.conf")
 module_args=(--export "t=$work/export")
 port=$(( 20000 + RANDOM % 20000 ))
-runuser -u rcpd -- /usr/sbin/rcpd --listen 127.0.0.1 -P "$port" --tcp-port $((port + 1)) \
-    --transport tcp "${module_args[@]}" > "$work/rcpd.log" 2>&1 &
+# As the unit runs it: user rcpd, LimitMEMLOCK=infinity (io_uring fixed buffers are locked
+# memory). Where even root may not raise the limit (a container without CAP_SYS_RESOURCE), a
+# small pool (256 KiB x 8) fits the usual 8 MiB default.
+(ulimit -l unlimited 2>/dev/null || echo "(cannot raise RLIMIT_MEMLOCK here: $(ulimit -l) KiB)"
+ exec runuser -u rcpd -- /usr/sbin/rcpd --listen 127.0.0.1 -P "$port" --tcp-port $((port + 1)) \
+     --transport tcp --chunk-size 256 --window 8 "${module_args[@]}") > "$work/rcpd.log" 2>&1 &
 rcpd_pid=$!
 for _ in $(seq 100); do grep -q ready "$work/rcpd.log" && break; sleep 0.1; done
 grep -q ready "$work/rcpd.log" || { cat "$work/rcpd.log"; fail "rcpd did not start"; }
-rcp -P "$port" --tcp-port $((port + 1)) "$work/sample.bin" 127.0.0.1:t/sample.bin || fail "push"
-rcp -P "$port" --tcp-port $((port + 1)) 127.0.0.1:t/sample.bin "$work/back/" || fail "pull"
+rcp -P "$port" --tcp-port $((port + 1)) "$work/sample.bin" 127.0.0.1:t/sample.bin || { cat "$work/rcpd.log"; fail "push"; }
+rcp -P "$port" --tcp-port $((port + 1)) 127.0.0.1:t/sample.bin "$work/back/" || { cat "$work/rcpd.log"; fail "pull"; }
 cmp "$work/sample.bin" "$work/export/sample.bin" || fail "pushed file differs"
 cmp "$work/sample.bin" "$work/back/sample.bin" || fail "pulled file differs"
 [ "$(stat -c %U "$work/export/sample.bin")" = rcpd ] || fail "pushed file not written by the rcpd user"
