@@ -67,7 +67,9 @@ if [ $rpm = 1 ]; then
   echo "=== .rpm (rpmbuild -bb)"
   mkdir -p "$work"/rpm/{BUILD,RPMS,SOURCES,SPECS,SRPMS}
   cp "$tarball" "$work/rpm/SOURCES/"
-  tar -C "$work" -xzf "$tarball" "rcp-$version/packaging/rcp.spec" "rcp-$version/packaging/rpm-macros.compat" "rcp-$version/packaging/rpmlint.toml"
+  tar -C "$work" -xzf "$tarball" "rcp-$version/packaging/rcp.spec" "rcp-$version/packaging/rpm-macros.compat" \
+      "rcp-$version/packaging/rpmlint.toml" "rcp-$version/packaging/rcpd.sysusers"
+  cp "$work/rcp-$version/packaging/rcpd.sysusers" "$work/rpm/SOURCES/"
   extra=()
   if [ -z "$(rpm --eval '%{?cmake}')" ] || ! rpm -q rpm >/dev/null 2>&1; then
     # Not an RPM distribution: no build dependencies in the rpm database, no cmake macros.
