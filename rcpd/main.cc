@@ -22,6 +22,7 @@
 #include "session/session.h"
 #include "transport/connect.h"
 #include "util/log.h"
+#include "util/notify.h"
 
 namespace {
 
@@ -118,6 +119,7 @@ int run(Daemon& d, const std::string& listen, uint16_t rdma_port, uint16_t tcp_p
   auto listeners = open_listeners(lc);
   if (!listeners.ok()) return 1;  // logged by open_listeners
   std::fprintf(stderr, "rcpd: ready\n");
+  notify_ready();  // Type=notify (packaging/rcpd.service); a no-op outside systemd
   ServerConfig sc;
   sc.max_connections = d.max_connections;
   sc.stop = &g_stop;

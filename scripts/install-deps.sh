@@ -1,9 +1,11 @@
 #!/bin/bash
 # install-deps.sh -- install everything needed to build and test rcp on Debian 12 (bookworm).
 #
-# Usage (as root):  scripts/install-deps.sh [--no-vm] [--dry-run]
+# Usage (as root):  scripts/install-deps.sh [--no-vm] [--no-packaging] [--dry-run]
 #   --no-vm     skip the packages only needed by the soft-RoCE test VM (tests/vm/rxe-run):
 #               qemu-system-x86 linux-image-amd64 busybox-static cpio
+#   --no-packaging  skip the tools that build and lint the .deb and .rpm (packaging/build.sh,
+#               tests/packaging/test.sh): debhelper dpkg-dev lintian rpm rpmlint git man-db
 #   --dry-run   only print which packages are missing
 #
 # Idempotent: packages are checked with dpkg-query first; `apt-get update` and
@@ -21,7 +23,7 @@ prog=install-deps.sh
 build_pkgs=(
     build-essential cmake pkg-config ninja-build
     libibverbs-dev librdmacm-dev liburing-dev libssl-dev libcli11-dev doctest-dev libxxhash-dev libfmt-dev
-    libtomlplusplus-dev mandoc
+    libtomlplusplus-dev mandoc libsystemd-dev
 )
 # tests/fuzz (libFuzzer): clang and its compiler-rt (fuzzer, ASan and UBSan runtimes).
 fuzz_pkgs=(clang libclang-rt-14-dev)
@@ -31,12 +33,16 @@ runtime_pkgs=(
     zsh
 )
 vm_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
+# systemd: systemd-analyze (unit scoring) and systemd-sysusers (the rcpd user) in the package test.
+packaging_pkgs=(debhelper dpkg-dev lintian rpm rpmlint git man-db systemd)
 
 with_vm=1
+with_packaging=1
 dry_run=0
 for arg in "$@"; do
     case "$arg" in
         --no-vm) with_vm=0 ;;
+        --no-packaging) with_packaging=0 ;;
         --dry-run|-n) dry_run=1 ;;
         -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
         *) echo "$prog: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
@@ -45,6 +51,7 @@ done
 
 pkgs=("${build_pkgs[@]}" "${runtime_pkgs[@]}" "${fuzz_pkgs[@]}")
 [ $with_vm = 1 ] && pkgs+=("${vm_pkgs[@]}")
+[ $with_packaging = 1 ] && pkgs+=("${packaging_pkgs[@]}")
 
 if [ -r /etc/os-release ]; then
     . /etc/os-release

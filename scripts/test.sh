@@ -1,8 +1,10 @@
 #!/bin/bash
 # The whole test suite, from a fresh Debian 12 machine: installs what is missing, builds the
 # plain and the ASan+UBSan variants, runs unit and TCP-loopback integration tests (ctest) for
-# both, then the RDMA tier — the same integration suite over real verbs — for both builds in
-# one soft-RoCE guest boot (natively instead when this host has an RDMA device).
+# both, then the distribution packages (build, lint, install, alternatives, a copy through the
+# installed daemon, purge: tests/packaging/test.sh), then the RDMA tier — the same integration
+# suite over real verbs — for both builds in one soft-RoCE guest boot (natively instead when
+# this host has an RDMA device).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
@@ -25,6 +27,9 @@ done
 
 step "fuzzers (libFuzzer, ${RCP_FUZZ_SECONDS:-30} s per harness)"
 bash tests/fuzz/run.sh "${RCP_FUZZ_SECONDS:-30}" || status=1
+
+step "distribution packages (.deb and .rpm: build, lint, install, purge)"
+bash tests/packaging/test.sh || status=1
 
 step "RDMA tier (soft-RoCE)"
 if ls /sys/class/infiniband 2>/dev/null | grep -q .; then
