@@ -13,11 +13,11 @@
 namespace rcp::rdma {
 
 Connection::~Connection() {
-  if (jp_) {
-    // No join may start from here on; one accepted but not yet picked up
+  if (reg_) {
+    // No join may start from here on, and none is still creating its QP on
+    // our PD and CQ once close returns; one accepted but not yet picked up
     // is released with the lanes (before the CQ and PD, see members).
-    reg_->withdraw(token_);
-    for (auto& j : jp_->close()) lanes_.keep(std::move(j.id));
+    for (auto& j : reg_->close(token_)) lanes_.keep(std::move(j.id));
   }
   if (std::string per = lanes_.chunks_per_lane(); !per.empty())
     log_info("{} {}: chunks read per queue pair: {}", name(), peer_name_, per);
@@ -101,12 +101,13 @@ JoinSpec Connection::join_spec(const wire::Hello& hello) const {
   return s;
 }
 
-void Connection::offer_joins(std::shared_ptr<JoinRegistry> reg, uint64_t token, uint32_t max_qps,
-                             const wire::Hello& answer) {
-  jp_ = std::make_shared<JoinPoint>(join_spec(answer), std::min(max_qps, max_qps_));
+Status Connection::offer_joins(std::shared_ptr<QpJoins> reg, uint64_t token, uint32_t max_qps,
+                               const wire::Hello& answer) {
+  if (!reg->open(token, std::min(max_qps, max_qps_), join_spec(answer)))
+    return make_error(EEXIST, "session token collision");
   reg_ = std::move(reg);
   token_ = token;
-  reg_->offer(token, jp_);
+  return {};
 }
 
 Status Connection::join(sockaddr_storage& dst, uint64_t token, uint32_t index, uint32_t of, int timeout_ms,
@@ -231,8 +232,8 @@ void Connection::handle_wc(const ibv_wc& wc, std::vector<TransportEvent>& events
 }
 
 void Connection::take_joins() {
-  if (!jp_) return;
-  for (auto& j : jp_->take()) {
+  if (!reg_) return;
+  for (auto& j : reg_->take(token_)) {
     lanes_.add(std::move(j.id), j.rd_atomic, false);
     log_debug("{}: queue pair {} joined", peer_name_, lanes_.size());
   }

@@ -4,8 +4,8 @@
 /// rdma_cm events. Both ends use it: rdma_connect (rdma_transport.cc) and
 /// the daemon's listener (listener.cc) create and set it up, then hand it
 /// to the engine. Everything happens on the session's thread, except that
-/// the daemon's listener thread may add queue pairs through the JoinPoint
-/// this connection offers (joins.h).
+/// the daemon's listener thread may add queue pairs through the entry this
+/// connection opens in the daemon's QpJoins (joins.h).
 #pragma once
 
 #include <rdma/rdma_cma.h>
@@ -50,8 +50,8 @@ class Connection final : public Transport {
 
   /// Daemon side: lets up to `max_qps` queue pairs in all join this session
   /// with `token` (registered before the client can learn it), answering
-  /// each join with `answer`.
-  void offer_joins(std::shared_ptr<JoinRegistry> reg, uint64_t token, uint32_t max_qps, const wire::Hello& answer);
+  /// each join with `answer`. Fails only if the token is already taken.
+  Status offer_joins(std::shared_ptr<QpJoins> reg, uint64_t token, uint32_t max_qps, const wire::Hello& answer);
   /// Client side: adds queue pair `index` of `of` to this session.
   Status join(sockaddr_storage& dst, uint64_t token, uint32_t index, uint32_t of, int timeout_ms,
               const std::string& where);
@@ -106,8 +106,7 @@ class Connection final : public Transport {
   std::string peer_name_ = "?";
   uint32_t max_qps_ = 1;
   uint32_t sink_lkey_ = 0;  ///< lkey of the registration READs land in
-  std::shared_ptr<JoinRegistry> reg_;
-  std::shared_ptr<JoinPoint> jp_;
+  std::shared_ptr<QpJoins> reg_;  ///< set once this session is open for joins
   uint64_t token_ = 0;
   unsigned unacked_cq_events_ = 0;
   bool closed_ = false, failed_ = false;

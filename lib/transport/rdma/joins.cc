@@ -47,32 +47,8 @@ Result<Joined> join_session(sockaddr_storage& dst, const JoinSpec& spec, uint64_
   return Joined{std::move(id), rd};
 }
 
-std::vector<Joined> JoinPoint::take() {
-  std::vector<Joined> out;
-  std::lock_guard lk(mu_);
-  out.swap(fresh_);
-  return out;
-}
-
-std::vector<Joined> JoinPoint::close() {
-  std::vector<Joined> out;
-  std::lock_guard lk(mu_);
-  open_ = false;
-  out.swap(fresh_);
-  return out;
-}
-
-void JoinRegistry::offer(uint64_t token, std::shared_ptr<JoinPoint> jp) {
-  std::lock_guard lk(mu_);
-  by_token_[token] = std::move(jp);
-}
-
-void JoinRegistry::withdraw(uint64_t token) {
-  std::lock_guard lk(mu_);
-  by_token_.erase(token);
-}
-
-Status JoinRegistry::accept(CmId id, const CmEvent& req, const std::string& peer) {
+Status accept_join(QpJoins& joins, CmId id, const CmEvent& req, const std::string& peer) {
+  Joined j{std::move(id)};
   auto refuse = [&](int code, const std::string& why) -> Status {
     // A hello the client can decode, its join flag saying "not this join".
     wire::Hello no;
@@ -81,41 +57,46 @@ Status JoinRegistry::accept(CmId id, const CmEvent& req, const std::string& peer
     no.max_chunk = wire::kMaxChunk;
     no.flags = wire::kHelloJoin;
     auto mine = wire::encode_hello(no);
-    rdma_reject(id.get(), mine.data(), static_cast<uint8_t>(mine.size()));
+    rdma_reject(j.id.get(), mine.data(), static_cast<uint8_t>(mine.size()));
     return make_error(code, "rdma queue pair join from " + peer + " refused: " + why);
   };
   auto token = wire::decode_hello_token(req.private_data);
   if (!token.ok()) return refuse(EPROTO, token.error().context);
-  std::shared_ptr<JoinPoint> jp;
-  {
-    std::lock_guard lk(mu_);
-    auto it = by_token_.find(token.value());
-    if (it != by_token_.end()) jp = it->second;
-  }
-  if (!jp) return refuse(EPERM, "its session token names no session");
-  std::lock_guard lk(jp->mu_);
-  const JoinSpec& s = jp->spec_;
-  if (!jp->open_) return refuse(EPERM, "its session has ended");
-  if (jp->qps_ >= jp->max_qps_)
-    return refuse(EPERM, fmt::format("its session announced {} queue pair(s) and has them all", jp->max_qps_));
-  if (id->verbs != s.ctx) return refuse(EXDEV, "it arrived on another RDMA device than its session (a PD cannot span devices)");
-  if (Status st = create_read_qp(id.get(), s); !st.ok()) return refuse(st.error().code, st.error().message());
-  if (rdma_migrate_id(id.get(), s.ch) != 0) {
-    Error e = sys_error("rdma_migrate_id");
-    return refuse(e.code, e.message());
-  }
-  const uint8_t init = std::min(s.caps.init_rd, req.responder_resources);
-  const uint8_t resp = std::min(s.caps.resp_rd, req.initiator_depth);
-  wire::Hello h = s.hello;
-  h.rd_init = init;  // tell the client what was agreed
-  h.rd_resp = resp;
-  auto pd = wire::encode_hello(h);
-  rdma_conn_param cp = conn_param(init, resp, pd);
-  if (rdma_accept(id.get(), &cp) != 0) return sys_error("rdma_accept (queue pair join) from " + peer);
-  ++jp->qps_;
-  jp->fresh_.push_back(Joined{std::move(id), cp.initiator_depth});
-  log_debug("{}: queue pair {} of {} accepted into its session", peer, jp->qps_, jp->max_qps_);
-  return {};
+  // Runs under the registry's lock, so the session cannot close its entry
+  // and free its PD or CQ meanwhile. A failure after the QP was created
+  // destroys it here, still under the lock: nothing of a refused join is
+  // left on the session's PD or CQ when the lock is released.
+  bool accept_failed = false;
+  auto admit = [&](JoinSpec& s, Joined& jn, JoinSeat seat) -> Status {
+    rdma_cm_id* cm = jn.id.get();
+    if (cm->verbs != s.ctx)
+      return make_error(EXDEV, "it arrived on another RDMA device than its session (a PD cannot span devices)");
+    if (Status st = create_read_qp(cm, s); !st.ok()) return make_error(st.error().code, st.error().message());
+    if (rdma_migrate_id(cm, s.ch) != 0) {
+      Error e = sys_error("rdma_migrate_id");
+      rdma_destroy_qp(cm);
+      return make_error(e.code, e.message());
+    }
+    const uint8_t init = std::min(s.caps.init_rd, req.responder_resources);
+    const uint8_t resp = std::min(s.caps.resp_rd, req.initiator_depth);
+    wire::Hello h = s.hello;
+    h.rd_init = init;  // tell the client what was agreed
+    h.rd_resp = resp;
+    auto pd = wire::encode_hello(h);
+    rdma_conn_param cp = conn_param(init, resp, pd);
+    if (rdma_accept(cm, &cp) != 0) {
+      Error e = sys_error("rdma_accept (queue pair join) from " + peer);
+      rdma_destroy_qp(cm);
+      accept_failed = true;
+      return e;
+    }
+    jn.rd_atomic = cp.initiator_depth;
+    log_debug("{}: queue pair {} of {} accepted into its session", peer, seat.number, seat.max);
+    return {};
+  };
+  Status st = joins.join(token.value(), j, admit);
+  if (st.ok() || accept_failed) return st;  // an accept that failed is not answered, as ever
+  return refuse(st.error().code, st.error().context);
 }
 
 }  // namespace rcp::rdma

@@ -2,15 +2,18 @@
 /// how they find their session. The daemon's accept gives the client a
 /// random 64-bit session token (wire::new_session_token, from getrandom);
 /// each extra QP connects with a join hello quoting it. The daemon looks the
-/// token up in its JoinRegistry and creates the QP on that session's PD (so
-/// the pool's one rkey is valid on it) and shared CQ, or refuses the join:
-/// unknown or zero token, session ended, more QPs than the client
-/// announced, another device. Extra QPs carry only READs.
+/// token up in its QpJoins (the transport-neutral JoinRegistry,
+/// transport/join_registry.h, with the session's JoinSpec as the point of
+/// its entry) and creates the QP on that session's PD (so the pool's one
+/// rkey is valid on it) and shared CQ, or refuses the join: unknown or zero
+/// token, session ended, more QPs than the client announced, another
+/// device. Extra QPs carry only READs.
 ///
 /// Threads: the listener thread accepts joins, the session's thread owns
-/// the PD and CQ. A JoinPoint's mutex orders them: the listener creates a
-/// QP only while the point is open, and the session closes it before it
-/// releases anything, so a join never touches a freed PD or CQ.
+/// the PD and CQ. The registry's lock orders them: the listener creates a
+/// QP only inside a join, under that lock, and the session closes its entry
+/// (which takes the lock) before it releases anything, so a join never
+/// touches a freed PD or CQ.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -18,12 +21,9 @@
 #include <sys/socket.h>
 
 #include <cstdint>
-#include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
-#include <vector>
 
+#include "transport/join_registry.h"
 #include "transport/rdma/cm.h"
 #include "transport/rdma/device.h"
 #include "transport/rdma/handles.h"
@@ -56,42 +56,17 @@ struct Joined {
 Result<Joined> join_session(sockaddr_storage& dst, const JoinSpec& spec, uint64_t token, uint32_t index, uint32_t of,
                             int timeout_ms, const std::string& where);
 
-/// Daemon side: what one session offers the queue pairs that join it.
-class JoinPoint {
- public:
-  JoinPoint(JoinSpec spec, uint32_t max_qps) : spec_(std::move(spec)), max_qps_(max_qps) {}
-  /// Session thread: the QPs accepted since the last call.
-  std::vector<Joined> take();
-  /// Session thread, before it releases its PD and CQ: no join may start
-  /// from now on; returns those accepted but not yet taken.
-  std::vector<Joined> close();
+/// Daemon side: the sessions that accept extra queue pairs, by token; each
+/// entry holds what its joins are created on. Refusals keep the words the
+/// RDMA logs have always used.
+inline constexpr JoinWording kQpJoinWording{"its session token names no session", "queue pair(s)"};
+using QpJoins = JoinRegistry<Joined, JoinSpec>;
 
- private:
-  friend class JoinRegistry;
-  std::mutex mu_;
-  bool open_ = true;
-  const JoinSpec spec_;
-  uint32_t qps_ = 1;  ///< queue pairs so far (the first and waiting ones included)
-  const uint32_t max_qps_;
-  std::vector<Joined> fresh_;
-};
-
-/// Daemon side: the sessions that accept extra queue pairs, by token.
-class JoinRegistry {
- public:
-  /// Registered before the client can learn the token, so its joins always find it.
-  void offer(uint64_t token, std::shared_ptr<JoinPoint> jp);
-  void withdraw(uint64_t token);
-  /// Listener thread: a connection request with a join hello. Creates the QP
-  /// on the session's PD and CQ, moves the id to the session's event
-  /// channel and accepts; the session adopts it in its next poll. Anything
-  /// wrong is refused with our hello (flag kHelloJoin: "your join was
-  /// refused"), and only this id is lost.
-  Status accept(CmId id, const CmEvent& req, const std::string& peer);
-
- private:
-  std::mutex mu_;
-  std::unordered_map<uint64_t, std::shared_ptr<JoinPoint>> by_token_;
-};
+/// Listener thread: a connection request with a join hello. Creates the QP
+/// on the session's PD and CQ, moves the id to the session's event channel
+/// and accepts, all under the registry's lock; the session adopts it in its
+/// next poll. Anything wrong is refused with our hello (flag kHelloJoin:
+/// "your join was refused"), and only this id is lost.
+Status accept_join(QpJoins& joins, CmId id, const CmEvent& req, const std::string& peer);
 
 }  // namespace rcp::rdma

@@ -83,7 +83,7 @@ class RdmaListener final : public Listener {
       return make_error(ph.error().code, "rdma connection from " + peer + " refused: " + ph.error().context);
     }
     if (ph->flags & wire::kHelloJoin) {
-      RCP_TRY(joins_->accept(std::move(id), req, peer));
+      RCP_TRY(accept_join(*joins_, std::move(id), req, peer));
       return std::unique_ptr<Transport>();
     }
     EventChannel ch(rdma_create_event_channel());
@@ -109,7 +109,10 @@ class RdmaListener final : public Listener {
       // Only this client learns the token (in the accept's private data);
       // it is registered first so that the client's joins always find it.
       RCP_ASSIGN(uint64_t token, wire::new_session_token());
-      t->offer_joins(joins_, token, qps, h);
+      if (Status st = t->offer_joins(joins_, token, qps, h); !st.ok()) {
+        rdma_reject(t->id(), nullptr, 0);
+        return st.error();
+      }
       pd = wire::encode_hello_token(h, wire::kHelloToken, token);
     } else {
       pd = wire::encode_hello(h);
@@ -124,7 +127,7 @@ class RdmaListener final : public Listener {
   EventChannel ch_;
   CmId id_;  // after ch_: destroyed before it
   std::string addr_;
-  std::shared_ptr<JoinRegistry> joins_ = std::make_shared<JoinRegistry>();
+  std::shared_ptr<QpJoins> joins_ = std::make_shared<QpJoins>(kQpJoinWording);
 };
 
 }  // namespace
