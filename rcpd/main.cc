@@ -55,7 +55,9 @@ struct Daemon {
 Result<std::vector<SourceOpener>> get_sources(int root, const std::string& rel, const std::string& shown,
                                               bool recursive) {
   RCP_ASSIGN(SourceSet set, expand_source(root, rel, shown, true, recursive));
-  for (auto& k : set.skipped) log_info("get {}: skipping '{}': not a regular file or directory", shown, k);
+  // Told to the client too (FILE_SKIPPED, after the files), not only logged here.
+  for (auto& k : set.skipped)
+    set.files.push_back(skipped_entry(fmt::format("skipping '{}/{}': not a regular file or directory", shown, k)));
   return std::move(set.files);
 }
 
