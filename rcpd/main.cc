@@ -27,6 +27,7 @@
 #include "transport/rdma/rdma_transport.h"
 #include "transport/tcp/tcp_transport.h"
 #include "util/log.h"
+#include "util/memlock.h"
 
 namespace {
 
@@ -313,11 +314,10 @@ int main(int argc, char** argv) {
     }
     d.exports[name] = Export{dir, Fd(fd)};
   }
-  rlimit ml{};
-  if (getrlimit(RLIMIT_MEMLOCK, &ml) == 0 && ml.rlim_cur != RLIM_INFINITY && geteuid() != 0 &&
-      ml.rlim_cur < uint64_t{d.settings.chunk_size} * d.settings.window * 4)
-    log_error("RLIMIT_MEMLOCK is {} KiB; registering buffers may fail (raise `ulimit -l` or LimitMEMLOCK)",
-              ml.rlim_cur / 1024);
+  // One session pins its pool twice (io_uring and, over RDMA, the MR); root is
+  // exempt only with CAP_IPC_LOCK, which memlock_warning checks.
+  if (auto w = memlock_warning(uint64_t{d.settings.chunk_size} * d.settings.window * 2); !w.empty())
+    log_error("{}", w);
   struct sigaction sa{};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);

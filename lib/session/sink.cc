@@ -400,8 +400,8 @@ class Sink {
 Result<TransferStats> run_sink(Channel& ch, Destination& dest, const SessionOptions& opt) {
   RCP_ASSIGN(auto ring, Ring::create(256));
   Sink s(ch, *ring, dest, opt);
-  RCP_TRY(s.init());
-  Status st = run_loop(ch, *ring, s, opt);
+  Status st = s.init();  // (pins the pool: a too small RLIMIT_MEMLOCK fails here)
+  if (st.ok()) st = run_loop(ch, *ring, s, opt);
   ring->drain();  // before s (and its pool) goes
   if (!st.ok()) {
     (void)ch.send(wire::ErrorMsg{st.error().code, st.error().context});

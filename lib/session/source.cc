@@ -259,8 +259,8 @@ class Source {
 Result<TransferStats> run_source(Channel& ch, std::vector<SourceOpener> files, const SessionOptions& opt) {
   RCP_ASSIGN(auto ring, Ring::create(256));
   Source s(ch, *ring, std::move(files), opt);
-  RCP_TRY(s.init());
-  Status st = run_loop(ch, *ring, s, opt);
+  Status st = s.init();  // (pins the pool: a too small RLIMIT_MEMLOCK fails here)
+  if (st.ok()) st = run_loop(ch, *ring, s, opt);
   ring->drain();  // before s (and its pool) goes
   if (!st.ok()) {
     (void)ch.send(wire::ErrorMsg{st.error().code, st.error().context});
