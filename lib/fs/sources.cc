@@ -24,7 +24,14 @@ const char* kind_of(mode_t m) {
 
 /// Opens path as dir_fd-relative (confined beneath it when `beneath`) with flags.
 Result<Fd> open_at(int dir_fd, const std::string& path, int flags, bool beneath, const std::string& shown) {
-  if (beneath) return open_beneath(dir_fd, path, flags);
+  if (beneath) {
+    auto fd = open_beneath(dir_fd, path, flags);
+    // Named as the user sees it (open_beneath names the path relative to dir_fd).
+    if (!fd.ok())
+      return make_error(fd.error().code, "'" + shown + "'" +
+                                             (fd.error().code == EPERM ? " resolves outside the export (symlink or '..')" : ""));
+    return fd;
+  }
   int fd = ::openat(dir_fd, path.c_str(), flags | O_CLOEXEC);
   if (fd < 0) return sys_error("'" + shown + "'");
   return Fd(fd);

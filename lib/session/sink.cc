@@ -405,6 +405,7 @@ Result<TransferStats> run_sink(Channel& ch, Destination& dest, const SessionOpti
   ring->drain();  // before s (and its pool) goes
   if (!st.ok()) {
     (void)ch.send(wire::ErrorMsg{st.error().code, st.error().context});
+    ch.flush(200);  // the peer learns why before the connection closes
     return st.error();
   }
   return std::move(s.stats());

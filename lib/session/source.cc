@@ -264,6 +264,7 @@ Result<TransferStats> run_source(Channel& ch, std::vector<SourceOpener> files, c
   ring->drain();  // before s (and its pool) goes
   if (!st.ok()) {
     (void)ch.send(wire::ErrorMsg{st.error().code, st.error().context});
+    ch.flush(200);  // the peer learns why before the connection closes
     return st.error();
   }
   return std::move(s.stats());
