@@ -102,6 +102,7 @@ Settings settings(const Options& o, Checksum algo) {
 
 int report_errors(const TransferStats& st) {
   for (const auto& e : st.errors) log_error("{}", e);
+  if (st.errors_dropped > 0) log_error("... and {} more failed file(s), not listed", st.errors_dropped);
   return st.files_failed > 0 ? kExitFiles : kExitOk;
 }
 
@@ -210,6 +211,10 @@ int run(const Options& o) {
       Channel ch(*t.value());
       const SessionOptions so = session_options(set, Role::sink, t.value()->negotiated());
       const uint16_t flags = (o.fsync ? wire::kOpenFsync : 0) | (o.recursive ? wire::kOpenRecursive : 0);
+      // Only what was asked for may arrive: the requested path's own name,
+      // and with -r the names below it (the daemon cleans the path the same way).
+      auto rest = clean_relative(split_module(r->module_path).second);
+      dest->expect = ExpectedNames{rest.ok() && !rest->empty() ? base_name(rest.value()) : "", o.recursive};
       if (auto s = ch.send(wire::Open{wire::Op::get, *algo, flags, r->module_path}); !s.ok()) {
         log_error("{}", s.error().message());
         return kExitConnect;
@@ -228,7 +233,8 @@ int run(const Options& o) {
       total.bytes += st->bytes;
       total.files_ok += st->files_ok;
       total.files_failed += st->files_failed;
-      for (auto& e : st->errors) total.errors.push_back(e);
+      for (auto& e : st->errors) total.note_error(e);
+      total.errors_dropped += st->errors_dropped;
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -23,6 +23,7 @@
 #include "transport/connect.h"
 #include "util/log.h"
 #include "util/notify.h"
+#include "util/memlock.h"
 
 namespace {
 
@@ -48,7 +49,9 @@ struct Daemon {
 Result<std::vector<SourceOpener>> get_sources(int root, const std::string& rel, const std::string& shown,
                                               bool recursive) {
   RCP_ASSIGN(SourceSet set, expand_source(root, rel, shown, true, recursive));
-  for (auto& k : set.skipped) log_info("get {}: skipping '{}': not a regular file or directory", shown, k);
+  // Told to the client too (FILE_SKIPPED, after the files), not only logged here.
+  for (auto& k : set.skipped)
+    set.files.push_back(skipped_entry(fmt::format("skipping '{}/{}': not a regular file or directory", shown, k)));
   return std::move(set.files);
 }
 
@@ -199,11 +202,10 @@ int main(int argc, char** argv) {
     }
     d.exports[name] = Export{dir, Fd(fd)};
   }
-  rlimit ml{};
-  if (getrlimit(RLIMIT_MEMLOCK, &ml) == 0 && ml.rlim_cur != RLIM_INFINITY && geteuid() != 0 &&
-      ml.rlim_cur < uint64_t{d.settings.chunk_size} * d.settings.window * 4)
-    log_error("RLIMIT_MEMLOCK is {} KiB; registering buffers may fail (raise `ulimit -l` or LimitMEMLOCK)",
-              ml.rlim_cur / 1024);
+  // One session pins its pool twice (io_uring and, over RDMA, the MR); root is
+  // exempt only with CAP_IPC_LOCK, which memlock_warning checks.
+  if (auto w = memlock_warning(uint64_t{d.settings.chunk_size} * d.settings.window * 2); !w.empty())
+    log_error("{}", w);
   struct sigaction sa{};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);

@@ -53,10 +53,29 @@ Result<Destination> resolve_destination_local(const std::string& path, bool mult
   return finish_destination(std::move(as_dir), std::move(parent), base_name(path), multi, path);
 }
 
+namespace {
+
+/// Is `name` (from FILE_BEGIN) what the pull asked for?
+bool expected(const ExpectedNames& x, const std::string& name, bool is_dir) {
+  if (!x.tree) return !is_dir && name == x.base;
+  return x.base.empty() || name == x.base || (name.size() > x.base.size() + 1 && name.starts_with(x.base) &&
+                                               name[x.base.size()] == '/');
+}
+
+}  // namespace
+
 PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigned mode, const std::string& peer) {
   PlacedEntry e;
   std::string target;
   int dir_fd = dest_.dir.get();
+  e.mode = mode & 0777;
+  if (dest_.expect && !expected(*dest_.expect, name, is_dir)) {
+    e.shown = dest_.shown;
+    e.error = fmt::format("refused {} '{}' from {}: not what was asked for ('{}'{})", is_dir ? "directory" : "file",
+                          name, peer, dest_.expect->base, dest_.expect->tree ? " or below it" : "");
+    ++seen_;
+    return e;
+  }
   if (dest_.is_dir) {
     e.shown = dest_.shown + (dest_.shown.empty() || dest_.shown.back() == '/' ? "" : "/") + name;
     // A name may carry directories (recursive copies), but only plain
@@ -92,7 +111,15 @@ PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigne
     e.error = fmt::format("refused unsafe file name '{}' from {}", name, peer);
     return e;
   }
-  auto tmp = TempFile::create(dir_fd, target, e.shown, mode & 0777);
+  // An existing file keeps its permission bits; a new one gets the source's
+  // less the umask. Decided before the temp file exists, which is created
+  // with the final bits: its data is never readable more widely.
+  struct stat st;
+  if (::fstatat(dir_fd, target.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+    e.mode = st.st_mode & 0777;
+  else
+    e.mode = umasked(mode);
+  auto tmp = TempFile::create(dir_fd, target, e.shown, e.mode);
   if (tmp.ok())
     e.tmp = std::move(tmp.value());
   else
@@ -100,9 +127,10 @@ PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigne
   return e;
 }
 
-Status DestinationTree::make_dir(const std::string& rel, unsigned mode, const std::string& shown) {
-  RCP_ASSIGN(auto dir, subdir(rel, mode & 0777));
-  if (::fchmod(dir->get(), mode & 0777) != 0) return sys_error("chmod '" + shown + "'");
+Status DestinationTree::make_dir(const std::string& rel, unsigned mode, const std::string& /*shown*/) {
+  // mkdir applies the umask; an existing directory (or one made earlier in
+  // this session) is left as it is.
+  RCP_TRY(subdir(rel, mode & 0777));
   return {};
 }
 

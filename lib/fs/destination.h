@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -19,6 +20,12 @@
 
 namespace rcp {
 
+/// What a pulling client asked for, and so the only names it accepts.
+struct ExpectedNames {
+  std::string base;   ///< the requested path's last component; "" for an export's root (with tree)
+  bool tree = false;  ///< -r: base itself and names below it ("base/..."); else exactly base, a file
+};
+
 /// Where a sink writes one incoming file: a directory and, unless the
 /// destination is the directory itself, the name to give the file.
 struct Destination {
@@ -26,6 +33,10 @@ struct Destination {
   bool is_dir = false;  ///< true: use the name the source sends
   std::string leaf;     ///< the target name when !is_dir
   std::string shown;    ///< for messages: the path as the user wrote it
+  /// Set by a pulling client for each session: a name the source sends
+  /// outside it fails that file, nothing written. Unset (a daemon receiving
+  /// a push): any safe name, the client chose them.
+  std::optional<ExpectedNames> expect;
 };
 
 /// Resolves a put destination inside an export: an existing directory, or a
@@ -40,6 +51,7 @@ Result<Destination> resolve_destination_local(const std::string& path, bool mult
 /// One entry the source announced, placed in the destination.
 struct PlacedEntry {
   std::string shown;           ///< for messages: the destination path of the entry
+  unsigned mode = 0;           ///< a file: the permission bits it gets at commit (see place())
   std::string rel;             ///< a directory entry: its path below the destination
   std::shared_ptr<Fd> parent;  ///< a file below the destination: its directory (outlives tmp)
   TempFile tmp;                ///< a file: where its bytes go until commit
@@ -59,12 +71,17 @@ class DestinationTree {
   /// temp file, a directory is only named (make_dir() creates it at its
   /// end). A name with "..", an absolute path or anything to clean away is
   /// refused, quoting `peer`; so are a second entry, or a directory, sent to
-  /// a single-file destination.
+  /// a single-file destination, and a name outside Destination::expect.
+  /// Modes, as rsync and scp without -p (there is no preserve option yet):
+  /// never setuid, setgid or sticky from the wire (0777 only); a new file
+  /// gets the source's bits less the umask; a file that replaces an existing
+  /// one keeps that file's permission bits (0600 stays 0600 whatever the
+  /// peer sends).
   PlacedEntry place(const std::string& name, bool is_dir, unsigned mode, const std::string& peer);
 
-  /// Creates (where missing) the directory entry `rel` and gives it exactly
-  /// `mode` (mkdir applies the umask; copies get the source's mode, as files
-  /// do and as rsync -a does).
+  /// Creates the directory entry `rel` where missing, with `mode` & 0777
+  /// less the umask; an existing directory keeps its mode (a push of a 0777
+  /// tree never widens an existing 0700 directory).
   Status make_dir(const std::string& rel, unsigned mode, const std::string& shown);
 
  private:

@@ -26,10 +26,18 @@ struct SourceFile {
   std::string name;   ///< the name the sink gives it when its destination is a directory; may
                       ///< hold '/'-separated components in a recursive copy
   std::string shown;  ///< for messages
+  std::string skip_note;  ///< not empty: not sent by design, only reported (see skipped_entry)
 };
 using SourceOpener = std::function<Result<SourceFile>()>;
 
-/// Opens a local regular file for sending.
+/// An entry a copy reports but does not send: a symlink or special file
+/// below a tree (rcpd tells the pulling client, as rcp tells its user on a
+/// push). `note` says what and why.
+SourceOpener skipped_entry(std::string note);
+
+/// Opens a local regular file for sending, without ever blocking: the path
+/// is resolved with O_PATH and fstat'ed first, and a FIFO, socket or device
+/// is refused naming the path (EINVAL) — never opened; a directory is EISDIR.
 Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::string shown, bool beneath);
 
 /// What a recursive copy of the directory `dir` sends: the directory itself

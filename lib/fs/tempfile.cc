@@ -34,6 +34,11 @@ unsigned process_umask() {
 
 }  // namespace
 
+unsigned umasked(unsigned mode) {
+  const unsigned um = process_umask();
+  return mode & 0777 & ~(um == ~0u ? 022u : um);
+}
+
 Result<TempFile> TempFile::create(int dir_fd, const std::string& target, std::string shown, unsigned mode) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   static const char* alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";

@@ -11,6 +11,11 @@
 
 namespace rcp {
 
+/// mode's permission bits less the process umask (022 when it cannot be
+/// read): what a new file or directory of a copy gets, as with rsync and scp
+/// without -p.
+unsigned umasked(unsigned mode);
+
 class TempFile {
  public:
   /// Creates ".<target>.rcp-XXXXXXXX" in dir_fd (O_EXCL) with `mode` (less

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "util/fd.h"
 #include "util/log.h"
@@ -25,6 +26,16 @@ Status Channel::poll(std::vector<TransportEvent>& out) {
     backlog_.clear();
   }
   return t_.poll(out);
+}
+
+void Channel::flush(int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::vector<TransportEvent> ev;
+  while (t_.send_pending() && std::chrono::steady_clock::now() < deadline) {
+    ev.clear();
+    if (!t_.poll(ev).ok()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
 }
 
 Result<Message> Channel::receive(int timeout_ms, const std::atomic<bool>* cancel) {

@@ -20,6 +20,9 @@ class Channel {
   Status send(const wire::Message& m);
   /// Waits for the next control message (only before the data phase).
   Result<wire::Message> receive(int timeout_ms, const std::atomic<bool>* cancel = nullptr);
+  /// Gives what was sent up to timeout_ms to leave (a last ERROR before the
+  /// connection closes); events that arrive meanwhile are dropped.
+  void flush(int timeout_ms);
   /// Next event: from the backlog, else from one poll of the transport.
   Status poll(std::vector<TransportEvent>& out);
 

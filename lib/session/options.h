@@ -27,11 +27,35 @@ struct SessionOptions {
   const std::atomic<bool>* cancel = nullptr;  ///< set by a signal handler to abort
 };
 
+/// Per-session bounds, whatever the tree's size or the peer's claims:
+///  - files begun and not yet ended: the source never has more (each holds
+///    an fd at the source and a temp file at the sink), and a sink refuses a
+///    source that begins more. An honest source has at most slots + 1 (a file
+///    ends once its last chunk is announced); 256 leaves the default window
+///    of 16 far from the cap and keeps a session's fds bounded.
+constexpr uint32_t kMaxFilesOpen = 256;
+///  - files begun and not yet answered (FILE_RESULT) at the source: bounds its
+///    per-file state and its control backlog when the sink lags on many small files.
+constexpr uint32_t kMaxFilesInFlight = 1024;
+///  - chunks a sink holds (queued or being pulled): a CHUNK_READY must name a
+///    slot below this that is not already lent (window is at most 4096).
+constexpr uint32_t kMaxSlots = 4096;
+///  - error lines kept per session; the rest are counted.
+constexpr size_t kMaxErrorLines = 1000;
+
 struct TransferStats {
   uint64_t bytes = 0;
   uint32_t files_ok = 0;
   uint32_t files_failed = 0;
-  std::vector<std::string> errors;  ///< one line per failed file
+  std::vector<std::string> errors;  ///< one line per failed file (at most kMaxErrorLines)
+  uint64_t errors_dropped = 0;      ///< failures beyond kMaxErrorLines, counted only
+
+  void note_error(std::string line) {
+    if (errors.size() < kMaxErrorLines)
+      errors.push_back(std::move(line));
+    else
+      ++errors_dropped;
+  }
 };
 
 }  // namespace rcp

@@ -55,6 +55,7 @@ class Sink {
                           [&](wire::ChunkReady& x) { return handle(x); },
                           [&](wire::FileEnd& x) { return handle(x); },
                           [&](wire::Finish&) { return on_finish(); },
+                          [&](wire::FileSkipped& x) { return handle(x); },
                           [&](wire::ErrorMsg& e) -> Status { return make_error(e.err, t_.peer() + ": " + e.message); },
                           // What only a sink sends, or only comes before the session:
                           [&](wire::Open& x) { return unexpected(x); },
@@ -94,7 +95,7 @@ class Sink {
       wire::ChunkReady& c = queue_.front();
       File& f = files_.at(c.file_id);
       if (f.failed) {
-        done_slots_.push_back(c.slot);
+        give_back(c.slot);
         queue_.pop_front();
         --f.chunks_active;
         RCP_TRY(check_file(f.id));
@@ -169,11 +170,14 @@ class Sink {
     if (finish_seen_) return proto_error(t_, "FILE_BEGIN after FINISH");
     if (files_.count(fb.file_id) || fb.file_id < next_file_id_) return proto_error(t_, "file id reused");
     next_file_id_ = fb.file_id + 1;
+    if (unended_ >= kMaxFilesOpen)
+      return proto_error(t_, fmt::format("more than {} files begun and not ended", kMaxFilesOpen));
     File f(fb.file_id, fb.size, fb.mode, opt_.checksum);
     f.is_dir = S_ISDIR(fb.mode);
     PlacedEntry e = tree_.place(fb.name, f.is_dir, f.mode, t_.peer());
     // A directory entry that was placed (its name is clean) carries no data.
     if (f.is_dir && e.error.empty() && f.size != 0) return proto_error(t_, "directory entry with a size");
+    f.mode = e.mode;
     f.shown = std::move(e.shown);
     f.rel = std::move(e.rel);
     f.parent = std::move(e.parent);
@@ -181,6 +185,18 @@ class Sink {
     f.failed = !e.error.empty();
     f.error = std::move(e.error);
     files_.emplace(fb.file_id, std::move(f));
+    ++unended_;
+    return {};
+  }
+
+  Status handle(wire::FileSkipped& x) {
+    if (finish_seen_) return proto_error(t_, "FILE_SKIPPED after FINISH");
+    if (x.err == 0) {  // a notice: skipped by design (a symlink or special file in a tree)
+      log_error("{}", x.message);
+      return {};
+    }
+    ++stats_.files_failed;
+    stats_.note_error(fmt::format("{} (not sent by {})", x.message, t_.peer()));
     return {};
   }
 
@@ -195,6 +211,12 @@ class Sink {
       return proto_error(t_, fmt::format("chunk [{}, +{}) overlaps another or lies outside '{}' ({} bytes)", c.offset,
                                          c.length, f.shown, f.size));
     if (c.digest.len != digest_of(opt_.checksum, {}).len) return proto_error(t_, "chunk digest has the wrong length");
+    // Each chunk names a slot of the source's pool not already lent: what a
+    // sink queues is bounded by kMaxSlots, whatever a source announces.
+    if (c.slot >= kMaxSlots || lent_[c.slot])
+      return proto_error(t_, fmt::format("chunk in slot {}, which is {}", c.slot,
+                                         c.slot >= kMaxSlots ? "out of range" : "already lent"));
+    lent_[c.slot] = true;
     ++f.chunks_active;
     queue_.push_back(std::move(c));
     return {};
@@ -206,6 +228,7 @@ class Sink {
     File& f = it->second;
     if (fe.size != f.size) return proto_error(t_, "FILE_END size differs from FILE_BEGIN");
     f.end_seen = true;
+    --unended_;
     f.expected = fe.digest;
     return check_file(f.id);
   }
@@ -268,7 +291,7 @@ class Sink {
                                  checksum_name(opt_.checksum), to_hex(p.c.digest), to_hex(got)));
       }
     }
-    done_slots_.push_back(p.c.slot);  // the source may refill that slot now
+    give_back(p.c.slot);  // the source may refill that slot now
     if (f.failed) {
       finish_chunk(cookie);
       return check_file(f.id);
@@ -306,6 +329,11 @@ class Sink {
     pending_.erase(it);
   }
 
+  void give_back(uint32_t slot) {
+    lent_[slot] = false;
+    done_slots_.push_back(slot);
+  }
+
   void fail_file(File& f, std::string why) {
     if (f.failed) return;
     f.failed = true;
@@ -334,7 +362,7 @@ class Sink {
       r.err = EIO;
       r.message = f.error;
       ++stats_.files_failed;
-      stats_.errors.push_back(fmt::format("{}: {}", f.shown, f.error));
+      stats_.note_error(fmt::format("{}: {}", f.shown, f.error));
       log_error("{}: {}", f.shown, f.error);
     } else {
       ++stats_.files_ok;
@@ -360,6 +388,8 @@ class Sink {
   uint64_t next_cookie_ = 1;
   uint64_t next_write_ = 1;
   uint32_t next_file_id_ = 0;
+  uint32_t unended_ = 0;  // FILE_BEGIN seen, FILE_END not yet: each may hold a temp file
+  std::vector<bool> lent_ = std::vector<bool>(kMaxSlots);  // source slots announced, not yet returned
   int64_t read_seq_ = 0;
   bool finish_seen_ = false;
   bool done_sent_ = false;
@@ -370,11 +400,12 @@ class Sink {
 Result<TransferStats> run_sink(Channel& ch, Destination& dest, const SessionOptions& opt) {
   RCP_ASSIGN(auto ring, Ring::create(256));
   Sink s(ch, *ring, dest, opt);
-  RCP_TRY(s.init());
-  Status st = run_loop(ch, *ring, s, opt);
+  Status st = s.init();  // (pins the pool: a too small RLIMIT_MEMLOCK fails here)
+  if (st.ok()) st = run_loop(ch, *ring, s, opt);
   ring->drain();  // before s (and its pool) goes
   if (!st.ok()) {
     (void)ch.send(wire::ErrorMsg{st.error().code, st.error().context});
+    ch.flush(200);  // the peer learns why before the connection closes
     return st.error();
   }
   return std::move(s.stats());

@@ -61,6 +61,7 @@ class Source {
                           [&](wire::ChunkReady& x) { return unexpected(x); },
                           [&](wire::FileEnd& x) { return unexpected(x); },
                           [&](wire::Finish& x) { return unexpected(x); },
+                          [&](wire::FileSkipped& x) { return unexpected(x); },
                       },
                       m);
   }
@@ -107,7 +108,7 @@ class Source {
   Status pump(bool& started) {
     for (;;) {
       if (!cur_) {
-        if (openers_.empty()) break;
+        if (openers_.empty() || files_.size() >= kMaxFilesInFlight || unended_ >= kMaxFilesOpen) break;
         RCP_TRY(open_next(started));
         continue;
       }
@@ -166,7 +167,7 @@ class Source {
       stats_.bytes += it->second.size;
     } else {
       ++stats_.files_failed;
-      stats_.errors.push_back(fmt::format("{}: {}", it->second.shown, r.message));
+      stats_.note_error(fmt::format("{}: {}", it->second.shown, r.message));
     }
     files_.erase(it);
     return {};
@@ -195,9 +196,16 @@ class Source {
     openers_.pop_front();
     auto sf = op();
     if (!sf.ok()) {
+      // Told to the sink too: a get's client must not think it has everything.
       ++stats_.files_failed;
-      stats_.errors.push_back(sf.error().message());
-      return {};
+      const std::string why = sf.error().message();
+      stats_.note_error(why);
+      started = true;
+      return ch_.send(wire::FileSkipped{sf.error().code != 0 ? sf.error().code : EIO, why});
+    }
+    if (!sf->skip_note.empty()) {
+      started = true;
+      return ch_.send(wire::FileSkipped{0, sf->skip_note});
     }
     const uint32_t id = next_id_++;
     File f{id, std::move(sf->fd), sf->size, sf->shown, chunk_count(sf->size, opt_.chunk_size), 0, 0, false,
@@ -207,6 +215,7 @@ class Source {
     wire::FileBegin fb{id, sf->size, mode, sf->name};
     RCP_TRY(ch_.send(fb));
     files_.emplace(id, std::move(f));
+    ++unended_;
     cur_ = id;
     started = true;
     return {};
@@ -216,6 +225,7 @@ class Source {
     if (f.end_sent || f.next_chunk < f.nchunks || f.reads_out > 0) return {};
     if (!f.ledger.complete()) return make_error(EIO, "internal: '" + f.shown + "' not fully hashed");
     f.end_sent = true;
+    --unended_;
     f.fd.reset();
     return ch_.send(wire::FileEnd{f.id, f.size, f.ledger.file_digest()});
   }
@@ -238,6 +248,7 @@ class Source {
   std::map<uint32_t, File> files_;
   std::optional<uint32_t> cur_;
   uint32_t next_id_ = 1;
+  uint32_t unended_ = 0;  // files begun whose FILE_END is not sent: each may hold an fd
   int64_t chunk_seq_ = 0;
   bool finish_sent_ = false;
   bool done_ = false;
@@ -248,11 +259,12 @@ class Source {
 Result<TransferStats> run_source(Channel& ch, std::vector<SourceOpener> files, const SessionOptions& opt) {
   RCP_ASSIGN(auto ring, Ring::create(256));
   Source s(ch, *ring, std::move(files), opt);
-  RCP_TRY(s.init());
-  Status st = run_loop(ch, *ring, s, opt);
+  Status st = s.init();  // (pins the pool: a too small RLIMIT_MEMLOCK fails here)
+  if (st.ok()) st = run_loop(ch, *ring, s, opt);
   ring->drain();  // before s (and its pool) goes
   if (!st.ok()) {
     (void)ch.send(wire::ErrorMsg{st.error().code, st.error().context});
+    ch.flush(200);  // the peer learns why before the connection closes
     return st.error();
   }
   return std::move(s.stats());

@@ -123,6 +123,10 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                    w.u32(static_cast<uint32_t>(e.err));
                    w.str(e.message.substr(0, kMaxText));
                  },
+                 [&](const FileSkipped& f) {
+                   w.u32(static_cast<uint32_t>(f.err));
+                   w.str(f.message.substr(0, kMaxText));
+                 },
              },
              m);
   if (!st.ok()) {
@@ -228,6 +232,12 @@ Status read_body(Reader& r, Done& d) {
 Status read_body(Reader& r, ErrorMsg& e) {
   e.err = static_cast<int32_t>(r.u32());
   e.message = r.str(kMaxText);
+  return {};
+}
+
+Status read_body(Reader& r, FileSkipped& f) {
+  f.err = static_cast<int32_t>(r.u32());
+  f.message = r.str(kMaxText);
   return {};
 }
 

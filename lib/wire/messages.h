@@ -19,7 +19,8 @@
 namespace rcp::wire {
 
 constexpr uint32_t kMagic = 0x52435030;  // "RCP0"
-constexpr uint16_t kVersion = 1;
+/// 2: FILE_SKIPPED (a source reports each file it cannot send).
+constexpr uint16_t kVersion = 2;
 /// The version this process speaks: kVersion, unless the test-only fault
 /// switch RCP_TEST_FAULT=protocol-version=N makes it pretend to be another
 /// release (so the suite can prove a mismatch is refused with a clear error).
@@ -53,6 +54,7 @@ enum class MsgType : uint16_t {
   finish = 8,
   done = 9,
   error = 10,
+  file_skipped = 11,
 };
 
 enum class Op : uint8_t { put = 1, get = 2 };
@@ -140,6 +142,18 @@ struct ErrorMsg {
   std::string message;
 };
 
+/// Source → sink: an entry the source does not send, in its place among the
+/// files. err != 0: the source could not open or read it (unreadable,
+/// vanished, a FIFO, socket or device named explicitly): the sink counts a
+/// failed file, so the copy ends non-zero naming it. err == 0: a notice — a
+/// symlink or special file below a recursive copy, skipped by design (the
+/// pull shows it as the push does). message names the entry. No FILE_RESULT
+/// answers it: nothing was begun.
+struct FileSkipped {
+  int32_t err = 0;
+  std::string message;
+};
+
 /// Every control message. The order is the wire: alternative i travels as
 /// MsgType i + 1 (checked below), and decode() picks the alternative by that
 /// index, so there is no switch to forget a case in.
@@ -157,7 +171,7 @@ struct ErrorMsg {
 ///  7. a sample in tests/unit/wire_test.cc samples(), which round-trips and
 ///     truncates every message.
 using Message = std::variant<Open, OpenOk, FileBegin, ChunkReady, ChunkDone, FileEnd, FileResult,
-                             Finish, Done, ErrorMsg>;
+                             Finish, Done, ErrorMsg, FileSkipped>;
 
 /// The wire type and the name (for logs and errors) of each message. No
 /// primary definition: a message without an entry does not compile.
@@ -179,6 +193,7 @@ RCP_WIRE_MSG(FileResult, file_result, "FILE_RESULT");
 RCP_WIRE_MSG(Finish, finish, "FINISH");
 RCP_WIRE_MSG(Done, done, "DONE");
 RCP_WIRE_MSG(ErrorMsg, error, "ERROR");
+RCP_WIRE_MSG(FileSkipped, file_skipped, "FILE_SKIPPED");
 #undef RCP_WIRE_MSG
 
 /// Messages in the protocol: MsgType values 1 .. kMessageTypes.

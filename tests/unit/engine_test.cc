@@ -7,10 +7,13 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <future>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -108,10 +111,13 @@ std::vector<SourceOpener> openers(const std::vector<std::string>& paths) {
 /// The sink running on its own thread over one end of the link.
 class SinkThread {
  public:
-  SinkThread(Transport& t, const std::string& dest_dir, const SessionOptions& opt) : ch_(t), opt_(opt) {
+  SinkThread(Transport& t, const std::string& dest_dir, const SessionOptions& opt,
+             std::optional<ExpectedNames> expect = std::nullopt)
+      : ch_(t), opt_(opt) {
     auto d = resolve_destination_local(dest_dir, true);
     REQUIRE(d.ok());
     dest_ = std::move(d.value());
+    dest_.expect = std::move(expect);
     th_ = std::thread([this] { result_.emplace(run_sink(ch_, dest_, opt_)); });
   }
   ~SinkThread() {
@@ -786,4 +792,243 @@ TEST_CASE("engine: cancelling a source waiting for credits ends it") {
   auto& r = source.join();
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == EINTR);
+}
+
+// ---------------------------------------------------------------- what a pulling client accepts
+
+namespace {
+
+/// Sends one 10-byte file named `name` (a lying source's FILE_BEGIN) and FINISH; returns the sink's result.
+Result<TransferStats> send_named(const std::string& dst, const std::string& name, std::optional<ExpectedNames> expect,
+                                 uint32_t mode = 0644) {
+  FakeLink link;
+  ScriptedSource s(link, pattern(kChunk, 31));
+  SinkThread sink(link.b(), dst, options(), std::move(expect));
+  s.send(wire::FileBegin{1, 10, mode, name});
+  auto c = s.chunk(1, 0, 0, 10);
+  s.send(c);
+  s.send(wire::FileEnd{1, 10, ScriptedSource::file_digest(10, {c})});
+  s.send(wire::Finish{});
+  return std::move(sink.join());
+}
+
+unsigned current_umask() {
+  const mode_t m = ::umask(022);
+  ::umask(m);
+  return m;
+}
+
+unsigned mode_of(const std::string& p) {
+  struct stat st;
+  REQUIRE(::stat(p.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+}  // namespace
+
+TEST_CASE("lying source: a non-recursive pull accepts only the requested file's own name") {
+  TempDir top;
+  fs::create_directory(top.path / "home");
+  const std::string home = top.str("home");
+  const ExpectedNames want{"innocent.txt", false};
+  for (const char* name : {".ssh/authorized_keys", "other.txt", "innocent.txt/x", "innocent.txt2", "x/innocent.txt"}) {
+    INFO("name: ", std::string(name));
+    auto r = send_named(home, name, want);
+    REQUIRE(r.ok());
+    CHECK(r.value().files_failed == 1);
+    CHECK(r.value().files_ok == 0);
+    REQUIRE(r.value().errors.size() == 1);
+    CHECK(r.value().errors[0].find("not what was asked for") != std::string::npos);
+    CHECK(fs::is_empty(top.path / "home"));  // nothing written, no directory made
+  }
+  // The name asked for arrives.
+  auto r = send_named(home, "innocent.txt", want);
+  REQUIRE(r.ok());
+  CHECK(r.value().files_ok == 1);
+  CHECK(exists(top.str("home/innocent.txt")));
+}
+
+TEST_CASE("lying source: rewriting the name of a real pull's file fails it, nothing written") {
+  TempDir src, dst;
+  const std::string p = src.str("innocent.txt");
+  write_file(p, pattern(3 * kChunk + 5, 32));
+  FakeLink link;
+  link.set_hook(Side::a, [](wire::Message& m, std::vector<wire::Message>& out) {
+    if (auto* fb = std::get_if<wire::FileBegin>(&m)) fb->name = ".ssh/authorized_keys";
+    out.push_back(m);
+  });
+  SinkThread sink(link.b(), dst.str(), options(), ExpectedNames{"innocent.txt", false});
+  Channel ch(link.a());
+  auto src_r = run_source(ch, openers({p}), options());
+  auto& r = sink.join();
+  REQUIRE(r.ok());
+  CHECK(r.value().files_failed == 1);
+  REQUIRE(src_r.ok());
+  CHECK(src_r.value().files_failed == 1);  // the source hears it failed
+  CHECK(fs::is_empty(dst.path));
+}
+
+TEST_CASE("lying source: a recursive pull accepts only names beneath the requested base") {
+  TempDir top;
+  fs::create_directory(top.path / "dst");
+  const std::string dst = top.str("dst");
+  const ExpectedNames want{"tree", true};
+  for (const char* name : {"other/x", "treex/y", "tree/../x", "../tree/x", "/tree/x", ".ssh/authorized_keys", "x"}) {
+    INFO("name: ", std::string(name));
+    auto r = send_named(dst, name, want);
+    REQUIRE(r.ok());
+    CHECK(r.value().files_failed == 1);
+    CHECK(fs::is_empty(top.path / "dst"));
+  }
+  CHECK_FALSE(exists(top.str("x")));
+  for (const char* name : {"tree", "tree/a", "tree/b/c"}) {
+    INFO("name: ", std::string(name));
+    auto r = send_named(dst, name, want);
+    REQUIRE(r.ok());
+    CHECK(r.value().files_ok == 1);
+    fs::remove_all(top.path / "dst" / "tree");
+  }
+}
+
+// ---------------------------------------------------------------- modes from the peer
+
+TEST_CASE("sink: modes from the wire lose setuid, setgid and sticky and get the umask") {
+  TempDir dst;
+  const unsigned um = current_umask();
+  auto r = send_named(dst.str(), "f", std::nullopt, 07777);
+  REQUIRE(r.ok());
+  REQUIRE(r.value().files_ok == 1);
+  CHECK(mode_of(dst.str("f")) == (0777 & ~um));
+}
+
+TEST_CASE("sink: a file replacing an existing one keeps that file's mode") {
+  TempDir dst;
+  write_file(dst.str("f"), pattern(3, 33));
+  REQUIRE(::chmod(dst.str("f").c_str(), 0600) == 0);
+  auto r = send_named(dst.str(), "f", std::nullopt, 0666);
+  REQUIRE(r.ok());
+  REQUIRE(r.value().files_ok == 1);
+  CHECK(mode_of(dst.str("f")) == 0600);
+  CHECK(read_file(dst.str("f")).value().size() == 10);  // replaced all the same
+}
+
+TEST_CASE("sink: a directory entry never widens an existing directory; a new one gets mode less umask") {
+  TempDir dst;
+  const unsigned um = current_umask();
+  fs::create_directory(dst.path / "d");
+  REQUIRE(::chmod(dst.str("d").c_str(), 0700) == 0);
+  FakeLink link;
+  ScriptedSource s(link, pattern(kChunk, 34));
+  SinkThread sink(link.b(), dst.str(), options());
+  s.send(wire::FileBegin{1, 0, S_IFDIR | 0777, "d"});
+  s.send(wire::FileEnd{1, 0, ScriptedSource::file_digest(0, {})});
+  s.send(wire::FileBegin{2, 0, S_IFDIR | 02777, "n"});
+  s.send(wire::FileEnd{2, 0, ScriptedSource::file_digest(0, {})});
+  s.send(wire::Finish{});
+  auto& r = sink.join();
+  REQUIRE(r.ok());
+  CHECK(r.value().files_ok == 2);
+  CHECK(mode_of(dst.str("d")) == 0700);
+  CHECK(mode_of(dst.str("n")) == (0777 & ~um));
+}
+
+// ---------------------------------------------------------------- files the source cannot send
+
+TEST_CASE("engine: a file the source cannot open is reported to the sink, the others copied") {
+  TempDir src, dst;
+  write_file(src.str("a"), pattern(kChunk + 1, 35));
+  write_file(src.str("c"), pattern(10, 36));
+  FakeLink link;
+  auto c = copy(link, {src.str("a"), src.str("gone"), src.str("c")}, dst.str());
+  REQUIRE(c.source->ok());
+  REQUIRE(c.sink->ok());
+  CHECK(c.sink->value().files_ok == 2);
+  CHECK(c.sink->value().files_failed == 1);
+  REQUIRE(c.sink->value().errors.size() == 1);
+  CHECK(c.sink->value().errors[0].find(src.str("gone")) != std::string::npos);
+  CHECK(c.sink->value().errors[0].find("No such file") != std::string::npos);
+  CHECK(exists(dst.str("a")));
+  CHECK(exists(dst.str("c")));
+  const auto seen = link.seen();
+  const auto& sent = seen.sent[0];
+  CHECK(std::count(sent.begin(), sent.end(), wire::MsgType::file_skipped) == 1);
+}
+
+TEST_CASE("engine: a notice (err 0) is shown but is no failure") {
+  TempDir dst;
+  FakeLink link;
+  SinkThread sink(link.b(), dst.str(), options());
+  link.inject(Side::a, wire::FileSkipped{0, "skipping 'm/t/fifo': not a regular file or directory"});
+  link.inject(Side::a, wire::Finish{});
+  auto& r = sink.join();
+  REQUIRE(r.ok());
+  CHECK(r.value().files_failed == 0);
+}
+
+TEST_CASE("sources: a FIFO, socket or device is refused without being opened (no block)") {
+  TempDir src;
+  const std::string fifo = src.str("fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  for (bool beneath : {false, true}) {
+    CAPTURE(beneath);
+    Fd dir(::open(src.str().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    auto fut = std::async(std::launch::async, [&] { return open_source_file(dir.get(), "fifo", "m/fifo", beneath); });
+    if (fut.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+      // It blocked in open(): a writer releases it so the test can end.
+      int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      FAIL("opening a FIFO blocked");
+      if (w >= 0) ::close(w);
+    }
+    auto r = fut.get();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().context.find("'m/fifo' is a FIFO") != std::string::npos);
+  }
+  auto dev = open_source_file(AT_FDCWD, "/dev/null", "/dev/null", false);
+  REQUIRE_FALSE(dev.ok());
+  CHECK(dev.error().context.find("character device") != std::string::npos);
+}
+
+// ---------------------------------------------------------------- bounds
+
+TEST_CASE("lying source: more files begun and not ended than kMaxFilesOpen is a protocol error") {
+  TempDir dst;
+  FakeLink link;
+  ScriptedSource s(link, pattern(kChunk, 37));
+  SinkThread sink(link.b(), dst.str(), options());
+  for (uint32_t i = 1; i <= kMaxFilesOpen + 1; ++i) s.send(wire::FileBegin{i, 10, 0644, "f" + std::to_string(i)});
+  require_refused(sink.join(), "files begun and not ended");
+  CHECK(temps_in(dst.path).empty());
+}
+
+TEST_CASE("lying source: a chunk naming a slot already lent, or out of range, is a protocol error") {
+  for (uint32_t second : {0u, kMaxSlots}) {
+    CAPTURE(second);
+    TempDir dst;
+    FakeLink link;
+    ScriptedSource s(link, pattern(kChunk, 38));
+    SessionOptions opt = options();
+    opt.blocks = 1;  // one chunk pulled at a time: the next stays queued
+    SinkThread sink(link.b(), dst.str(), opt);
+    s.send(wire::FileBegin{1, 2 * kChunk, 0644, "f"});
+    s.send(s.chunk(1, 0, 0, 10));
+    s.send(s.chunk(1, second, 10, 10));
+    require_refused(sink.join(), second == 0 ? "already lent" : "out of range");
+    CHECK(temps_in(dst.path).empty());
+  }
+}
+
+TEST_CASE("engine: a source with more slots than kMaxFilesOpen never begins more unended files") {
+  TempDir src, dst;
+  std::vector<std::string> paths;
+  for (uint32_t i = 0; i < kMaxFilesOpen + 64; ++i) {
+    paths.push_back(src.str("f" + std::to_string(i)));
+    write_file(paths.back(), pattern(100, i));
+  }
+  SessionOptions opt = options();
+  opt.slots = kMaxFilesOpen + 64;  // slots enough to begin every file at once
+  FakeLink link;
+  auto c = copy(link, paths, dst.str(), opt);
+  REQUIRE(c.source->ok());
+  REQUIRE(c.sink->ok());
+  CHECK(c.sink->value().files_ok == paths.size());
 }

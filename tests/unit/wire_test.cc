@@ -46,6 +46,7 @@ bool eq(const FileResult& a, const FileResult& b) {
 bool eq(const Finish&, const Finish&) { return true; }
 bool eq(const Done& a, const Done& b) { return a.files_ok == b.files_ok && a.files_failed == b.files_failed; }
 bool eq(const ErrorMsg& a, const ErrorMsg& b) { return a.err == b.err && a.message == b.message; }
+bool eq(const FileSkipped& a, const FileSkipped& b) { return a.err == b.err && a.message == b.message; }
 
 bool same(const Message& a, const Message& b) {
   if (a.index() != b.index()) return false;
@@ -94,6 +95,9 @@ std::vector<Message> samples() {
   v.push_back(ErrorMsg{EPROTO, "bad thing\nsecond line"});
   v.push_back(ErrorMsg{std::numeric_limits<int32_t>::max(), std::string(kMaxText, 'e')});
   v.push_back(ErrorMsg{0, ""});
+  v.push_back(FileSkipped{EACCES, "'data/tree/secret': Permission denied"});
+  v.push_back(FileSkipped{0, "skipping 'data/tree/fifo': not a regular file or directory"});
+  v.push_back(FileSkipped{std::numeric_limits<int32_t>::min(), std::string(kMaxText, 's')});
   return v;
 }
 
@@ -253,14 +257,14 @@ TEST_CASE("a decoded message differs when a field differs (the comparison can fa
 }
 
 TEST_CASE("exact encoding of DONE and OPEN") {
-  CHECK(enc(Done{1, 2}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x01, 0x00, 0x09, 0x00, 0x00, 0x00, 0x08,
+  CHECK(enc(Done{1, 2}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x02, 0x00, 0x09, 0x00, 0x00, 0x00, 0x08,
                                  0, 0, 0, 1, 0, 0, 0, 2});
   const Bytes open = enc(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a"});
-  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x09,
+  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x02, 0x00, 0x01, 0x00, 0x00, 0x00, 0x09,
                       0x02, 0x02, 0x00, 0x01, 0x00, 0x03, 'm', '/', 'a'});
   // Magic first, big-endian "RCP0".
   CHECK(((uint32_t{open[0]} << 24) | (uint32_t{open[1]} << 16) | (uint32_t{open[2]} << 8) | open[3]) == kMagic);
-  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x01, 0x00, 0x08, 0, 0, 0, 0});
+  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x02, 0x00, 0x08, 0, 0, 0, 0});
 }
 
 TEST_CASE("encode appends after existing bytes and leaves them intact on failure") {
@@ -377,7 +381,7 @@ TEST_CASE("bad magic, other version and unknown type are refused") {
     expect_proto_error(frame(static_cast<uint16_t>(MsgType::done), Bytes(8, 0), kVersion + 1));
   }
   SUBCASE("type") {
-    for (uint16_t t : {uint16_t{0}, uint16_t{11}, uint16_t{0x100}, uint16_t{0xFFFF}}) {
+    for (uint16_t t : {uint16_t{0}, uint16_t{kMessageTypes + 1}, uint16_t{0x100}, uint16_t{0xFFFF}}) {
       CAPTURE(t);
       expect_proto_error(frame(t, {}), "unknown message type");
       expect_proto_error(frame(t, Bytes(8, 0)), "unknown message type");
