@@ -64,7 +64,7 @@ trap 'exit 143' TERM INT
 start_daemon() {  # [ENV=VAL ...] : starts rcpd with a log of its own, waits until it is ready
   nstart=$((nstart + 1)); dlog=$work/rcpd.$nstart.log
   # umask 077 (and 027 for rcp below): copies must get the source's modes exactly anyway
-  (umask 077; exec env "$@" "$RCPD" --listen "$addr:$rport" --tcp-port "$tport" --transport "$transport" \
+  (umask 077; exec env "$@" "$RCPD" --listen "$addr:$tport" -P "$rport" --transport "$transport" \
       --export data="$exp" --export other="$outside" "${extra_exports[@]}" -v >> "$dlog" 2>&1) &
   dpid=$!
   for _ in $(seq 100); do grep -q "rcpd: ready" "$dlog" 2>/dev/null && return 0; sleep 0.05; done
@@ -107,6 +107,17 @@ if [ "$transport" = rdma ]; then
 else
   check "-v names tcp" grep -q "rcp: tcp: .*MB/s" "$work/err"
 fi
+
+# --- address forms (this block also runs over verbs in the soft-RoCE tier): USER@HOST::MODULE/PATH
+# and the URL, whose port is the one of the transport in use (TCP; rdma_cm with --transport rdma)
+rm -f "$out/form1" "$out/form2"
+rcp "tester@$addr::data/size4095" "$out/form1"
+check "pull from USER@HOST::MODULE/PATH" cmp -s "$src/size4095" "$out/form1"
+uport=$tport; [ "$transport" = rdma ] && uport=$rport
+timeout 120 "$RCP" --transport "$transport" "rcp://tester@$addr:$uport/data/size1M+1" "$out/form2" 2> "$work/err"
+check "pull from rcp://USER@HOST:PORT/MODULE/PATH (port $uport)" cmp -s "$src/size1M+1" "$out/form2"
+timeout 120 "$RCP" --transport "$transport" "$src/size1" "rcp://$addr:$uport/data/form3" 2> "$work/err"
+check "push to rcp://HOST:PORT/MODULE/PATH" cmp -s "$src/size1" "$exp/form3"
 
 # --- a directory as DEST, several sources, odd names
 mkdir -p "$exp/dir"
@@ -180,7 +191,7 @@ check "pull with checksum none" test $? = 0
 # --- corruption: a chunk corrupted at the source fails twice, nothing reaches the destination
 RCP_TEST_FAULT=source-corrupt=2 rcp "$src/size48M" "$addr:data/corrupt" 2> "$work/err"
 rc=$?
-check "corrupted chunk fails the copy (exit 1)" test $rc = 1
+check "corrupted chunk fails the copy (exit 23, partial transfer)" test $rc = 23
 check "  ... naming the verification failure" grep -q "failed xxh128 verification twice" "$work/err"
 check "  ... and leaves nothing at the destination" test ! -e "$exp/corrupt"
 check "  ... nor a temp file" no_temps "$exp"
@@ -202,7 +213,8 @@ esc() {  # NAME EXPECTED-TEXT rcp-args...
 }
 esc "pull ../ refused" "may not leave the export" "$addr:data/../outside/secret" "$out/esc1"
 esc "push ../ refused" "may not leave the export" "$src/size1" "$addr:data/../outside/evil"
-esc "pull absolute path refused" "absolute path" "$addr:data//etc/passwd" "$out/esc2"
+# rcp reads "data//etc/passwd" as data/etc/passwd (as scp does): it stays inside the export
+esc "pull data//etc/passwd stays inside the export" "'etc/passwd': No such file" "$addr:data//etc/passwd" "$out/esc2"
 esc "pull through a symlink out refused" "outside the export" "$addr:data/secret-link" "$out/esc3"
 esc "pull through a directory symlink out refused" "outside the export" "$addr:data/etc-link/passwd" "$out/esc4"
 esc "push through a directory symlink out refused" "outside the export" "$src/size1" "$addr:data/link-out/evil"
@@ -255,7 +267,7 @@ if mount -t tmpfs -o size=1m tmpfs "$work/tiny" 2> "$work/mount.err"; then
   start_daemon
   rcp "$src/size48M" "$addr:tiny/big" 2> "$work/err"
   rc=$?
-  check "push onto a full disk fails (exit 1)" test $rc = 1
+  check "push onto a full disk fails (exit 23, partial transfer)" test $rc = 23
   check "  ... naming the cause" grep -q "No space left on device" "$work/err"
   check "  ... leaving nothing behind" test -z "$(ls -A "$work/tiny")"
   mkdir -p "$work/tiny/d" 2>/dev/null
