@@ -22,11 +22,13 @@ build_pkgs=(
     build-essential cmake pkg-config ninja-build
     libibverbs-dev librdmacm-dev liburing-dev libssl-dev libcli11-dev doctest-dev libxxhash-dev libfmt-dev
     libtomlplusplus-dev
+    mandoc       # `mandoc -Tlint man/*` checks the man pages
 )
 runtime_pkgs=(
     ibverbs-providers rdma-core ibverbs-utils rdmacm-utils perftest iproute2 kmod
     iperf3 rsync
     zsh
+    bsdutils     # script(1): the cli suite runs rcp under a pseudo-terminal
 )
 vm_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
 
