@@ -81,6 +81,17 @@ r -4 "$src/f" "localhost:data/four" 2> "$work/err"
 check "-4 with a host name" cmp -s "$src/f" "$exp/four"
 check "rcpd listens on IPv6 by default (a push to [::1])" sh -c "timeout 60 '$RCP' --transport tcp --tcp-port $tport '$src/f' '[::1]:data/six' && cmp -s '$src/f' '$exp/six'"
 
+# --- client config: used where the command line says nothing, and a mistake names file and line
+mkdir -p "$XDG_CONFIG_HOME/rcp"
+printf 'transport = "tcp"\n[hosts."127.0.0.1"]\ntcp_port = %s\n' "$tport" > "$XDG_CONFIG_HOME/rcp/config.toml"
+rm -f "$out/cfg"
+timeout 60 "$RCP" 127.0.0.1:data/u.txt "$out/cfg" 2> "$work/err"
+check "the client config supplies transport and port" cmp -s "$exp/u.txt" "$out/cfg"
+expect "  ... an option on the command line wins over it" 10 "refused" timeout 60 "$RCP" --tcp-port 1 127.0.0.1:data/u.txt "$out/cfg2"
+printf 'prot = 1\n' > "$XDG_CONFIG_HOME/rcp/config.toml"
+expect "  ... an unknown key is an error naming file and line (exit 1)" 1 "config.toml:1" timeout 60 "$RCP" 127.0.0.1:data/u.txt "$out/cfg3"
+rm -f "$XDG_CONFIG_HOME/rcp/config.toml"
+
 # --- module listing
 expect "rcp HOST: lists the modules" 0 "" r "127.0.0.1:"
 check "  ... as NAME<TAB>COMMENT" test "$(cat "$work/stdout")" = "$(printf 'data\t')"
