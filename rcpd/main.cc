@@ -52,7 +52,7 @@ struct Daemon {
 Result<std::vector<SourceOpener>> get_sources(int root, const std::string& rel, const std::string& shown,
                                               bool recursive) {
   std::vector<std::string> paths{rel};
-  if (has_wildcard(rel)) {
+  if (rel.find_first_of("*?[") != std::string::npos) {
     RCP_ASSIGN(paths, expand_wildcard(root, rel, shown));
   }
   const std::string module = shown.substr(0, shown.size() - rel.size());
@@ -194,7 +194,7 @@ std::optional<uint16_t> parse_port(std::string_view s) {
   return static_cast<uint16_t>(v);
 }
 
-/// --listen ADDR[:PORT]: "*" (or "") for every address, IPv4 and IPv6;
+/// --listen ADDR[:PORT]: "*" (or "") for every address (TCP: IPv4 and IPv6);
 /// an IPv6 address in brackets when a port follows ("[::1]:7472"), bare
 /// otherwise ("::1"). Errors are whole sentences for the user.
 Result<std::pair<std::string, uint16_t>> parse_listen(const std::string& v) {
@@ -255,8 +255,8 @@ int main(int argc, char** argv) {
   CLI::App app{"rcpd - export directories to rcp clients over RDMA and TCP (see rcpd(8))", "rcpd"};
   app.get_formatter()->column_width(34);
   app.add_option("--listen", listen,
-                 "ADDR[:PORT] to listen on; * (default) is every IPv4 and IPv6 address. PORT is the TCP port, "
-                 "the rdma_cm port is PORT - 1")
+                 "ADDR[:PORT] to listen on; * (default) is every address (TCP: IPv4 and IPv6). PORT is the port of "
+                 "--transport tcp or rdma; with auto the TCP port, and PORT - 1 the rdma_cm port")
       ->type_name("ADDR[:PORT]");
   app.add_option("--export", exports, "NAME=DIR: serve DIR as module NAME (repeatable)")->type_name("NAME=DIR");
   app.add_option("--transport", transport, "auto (RDMA where a device exists, and TCP), rdma or tcp; default auto")
@@ -307,9 +307,10 @@ int main(int argc, char** argv) {
     log_error("nothing to serve: give at least one --export NAME=DIR");
     return 2;
   }
-  // --listen ADDR:PORT: PORT is the TCP port and PORT - 1 the rdma_cm port
-  // (the pair 7472/7471 by default; rcp://HOST:PORT means the same pair);
-  // --tcp-port and -P, when given, win for their own transport.
+  // --listen ADDR:PORT sets the port of the transport(s) it names: with
+  // --transport tcp the TCP port, with rdma the rdma_cm port, with auto the
+  // TCP port and PORT - 1 for rdma_cm (7472/7471 by default; rcp://HOST:PORT
+  // means the same). -P and --tcp-port, when given, win for their transport.
   auto l = parse_listen(listen);
   if (!l.ok()) {
     log_error("{}", l.error().message());
@@ -317,13 +318,17 @@ int main(int argc, char** argv) {
   }
   listen = l->first;
   if (const uint16_t lp = l->second; lp != 0) {
-    if (app.count("--tcp-port") == 0) tcp_port = lp;
-    if (app.count("--port") == 0) {
-      if (lp == 1 && kind != TransportKind::tcp) {
-        log_error("--listen '{}': port 1 leaves no rdma_cm port (PORT - 1); give -P", l->first);
-        return 2;
+    if (kind == TransportKind::rdma) {
+      if (app.count("--port") == 0) rdma_port = lp;
+    } else {
+      if (app.count("--tcp-port") == 0) tcp_port = lp;
+      if (kind == TransportKind::automatic && app.count("--port") == 0) {
+        if (lp == 1) {
+          log_error("--listen '{}': port 1 leaves no rdma_cm port (PORT - 1); give -P", l->first);
+          return 2;
+        }
+        rdma_port = static_cast<uint16_t>(lp - 1);
       }
-      rdma_port = static_cast<uint16_t>(lp - 1);
     }
   }
   if (kind == TransportKind::automatic && rdma_port == tcp_port) {
