@@ -81,13 +81,21 @@ std::string words(const Error& e) {
   return lc.find(reason) != std::string::npos ? e.context : e.message();
 }
 
+/// The code for a daemon's refusal of an OPEN: one without an errno (a
+/// wildcard in the wrong place, a path it cannot use) is about the files
+/// the user named, like ENOENT, so exit 3 (not 12, a broken stream).
+int open_code(const Error& e) {
+  if (e.code == 0 || e.code == EINVAL) return ec::kFileSelection;
+  return cli::exit_code_for(e, cli::Phase::session);
+}
+
 /// Fails with the code the table gives this error in this phase.
-int fail(const Error& e, cli::Phase phase, const std::string& what = "") {
+int fail(const Error& e, cli::Phase phase, const std::string& what = "", int forced = -1) {
   if (g_cancel || e.code == ECANCELED || e.code == EINTR) {
     say("interrupted");
     return ec::kSignal;
   }
-  const int code = cli::exit_code_for(e, phase);
+  const int code = forced >= 0 ? forced : cli::exit_code_for(e, phase);
   std::string text = words(e);
   if (code == ec::kStartProtocol && (e.code == EUSERS || e.code == EBUSY))
     text = e.context;  // the daemon's own sentence says it is full
@@ -252,11 +260,14 @@ int run(const Options& o, const CLI::App& app) {
     say("'{}': a copy needs a source and a destination (rcp SRC... DEST; rcp HOST: lists modules)", o.args[0]);
     return ec::kUsage;
   }
-  for (size_t i = 0; i + 1 < addrs.size() || (listing && i < 1); ++i)
-    if (!listing && addrs[i].list_modules) {
-      say("'{}': no module given; a remote path is HOST:MODULE/PATH", o.args[i]);
-      return ec::kUsage;
-    }
+  // "HOST:" names a daemon, not a file: only alone (the listing) does it mean anything.
+  if (!listing)
+    for (size_t i = 0; i < addrs.size(); ++i)
+      if (addrs[i].list_modules) {
+        say("'{}': no module given; a remote path is HOST:MODULE/PATH (alone, 'rcp HOST:' lists the modules)",
+            o.args[i]);
+        return ec::kUsage;
+      }
 
   const cli::Address& dst = addrs.back();
   size_t nremote = 0;
@@ -270,10 +281,6 @@ int run(const Options& o, const CLI::App& app) {
     if (!push && nremote != addrs.size() - 1) {
       say("{}", nremote == 0 ? "neither side is remote (HOST:MODULE/PATH); use cp for local copies"
                              : "all sources of a pull must be remote");
-      return ec::kUsage;
-    }
-    if (push && dst.list_modules) {
-      say("'{}': no module given; a remote path is HOST:MODULE/PATH", o.args.back());
       return ec::kUsage;
     }
   }
@@ -297,17 +304,23 @@ int run(const Options& o, const CLI::App& app) {
   if (app.count("--port") == 0 && d.port) eff.rdma_port = *d.port;
   if (app.count("--tcp-port") == 0 && d.tcp_port) eff.tcp_port = *d.tcp_port;
   if (app.count("--streams") == 0 && d.streams) eff.streams = *d.streams;
-  // rcp://HOST:PORT: PORT is the daemon's TCP port, its rdma_cm port PORT - 1
-  // (the pair rcpd --listen ADDR:PORT opens; 7471/7472 by default).
-  if (remote.port != 0) {
-    if (app.count("--tcp-port") == 0) eff.tcp_port = remote.port;
-    if (app.count("--port") == 0) eff.rdma_port = static_cast<uint16_t>(remote.port > 1 ? remote.port - 1 : 1);
-  }
-
   Run r{eff, *algo, settings(eff, *algo), {}, {}, cli::to_string(remote)};
   if (!parse_transport(eff.transport, r.co.kind)) {
     say("unknown transport '{}' (auto, rdma, tcp)", eff.transport);
     return ec::kUsage;
+  }
+  // rcp://HOST:PORT names the port of the transport in use: with --transport
+  // tcp the TCP port, with rdma the rdma_cm port, with auto the TCP port and
+  // PORT - 1 for rdma_cm — the pair `rcpd --listen ADDR:PORT` opens
+  // (7472/7471 by default). -P and --tcp-port still win.
+  if (remote.port != 0) {
+    if (r.co.kind == TransportKind::rdma) {
+      if (app.count("--port") == 0) eff.rdma_port = remote.port;
+    } else {
+      if (app.count("--tcp-port") == 0) eff.tcp_port = remote.port;
+      if (app.count("--port") == 0 && r.co.kind == TransportKind::automatic)
+        eff.rdma_port = static_cast<uint16_t>(remote.port > 1 ? remote.port - 1 : 1);
+    }
   }
   r.co.rdma_port = eff.rdma_port;
   r.co.tcp_port = eff.tcp_port;
@@ -367,7 +380,7 @@ int run(const Options& o, const CLI::App& app) {
     SessionOptions so = session_options(r.set, Role::source, t.value()->negotiated());
     so.on_progress = r.on_progress;
     auto ok = r.open(ch, wire::Op::put, flags, dst.module_path(), so.idle_timeout_ms);
-    if (!ok.ok()) return fail(ok.error(), cli::Phase::session, cli::to_string(dst));
+    if (!ok.ok()) return fail(ok.error(), cli::Phase::session, cli::to_string(dst), open_code(ok.error()));
     auto st = run_source(ch, std::move(files), so);
     if (!st.ok()) return fail(st.error(), cli::Phase::session);
     total = std::move(st.value());
@@ -384,7 +397,7 @@ int run(const Options& o, const CLI::App& app) {
       if (!ok.ok()) {
         // One source the daemon refused: the others still go (as scp does).
         if (g_cancel) return fail(ok.error(), cli::Phase::session);
-        const int code = cli::exit_code_for(ok.error(), cli::Phase::session);
+        const int code = open_code(ok.error());
         if (code != ec::kFileSelection) return fail(ok.error(), cli::Phase::session, cli::to_string(a));
         say("{}: {}", cli::to_string(a), words(ok.error()));
         fatal = cli::worst(fatal, code);
