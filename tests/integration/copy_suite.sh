@@ -226,7 +226,9 @@ check "nothing was read from outside the export" test ! -e "$out/esc1" -a ! -e "
 # reached mid-copy (its temp file exists), SIGKILLs the client, waits for the temp file to go
 kill_mid_push() {
   local name=$1; shift
-  RCP_TEST_FAULT=source-delay-ms=40 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" "$@" \
+  # 150 ms per chunk (>= 7 s for 48 chunks): in two soft-RoCE tier runs on a loaded host the
+  # 40 ms copy finished before the kill landed (rcpd logged the whole 48 MiB put as ok)
+  RCP_TEST_FAULT=source-delay-ms=150 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" "$@" \
       "$src/size48M" "$addr:data/$name" 2>/dev/null &
   local cpid=$!
   for _ in $(seq 100); do [ -n "$(find "$exp" -name ".$name.rcp-*")" ] && break; sleep 0.05; done
