@@ -1,19 +1,29 @@
-// rcp: the scp-like client. Parses the command line, connects, and runs the
-// engine as source (push) or sink (pull); turns errors into messages and
-// exit codes. Everything else is in lib/.
+// rcp: the scp-like client. Parses the command line (lib/cli: address forms,
+// client config), connects, and runs the engine as source (push) or sink
+// (pull), or asks the daemon for its module list; turns every failure into
+// one "rcp: WHAT: REASON" line and one exit code from lib/cli/exit_codes.h.
 #include <CLI/CLI.hpp>
 #include <fcntl.h>
-#include <sys/stat.h>
+#include <fnmatch.h>
+#include <infiniband/verbs.h>
+#include <netdb.h>
 #include <signal.h>
-#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fmt/core.h>
 #include <optional>
 
+#include "cli/address.h"
+#include "cli/client_config.h"
+#include "cli/exit_codes.h"
+#include "cli/module_list.h"
+#include "cli/progress.h"
 #include "fs/path.h"
 #include "hash/digest.h"
 #include "session/config.h"
@@ -24,41 +34,17 @@
 namespace {
 
 using namespace rcp;
-
-// Exit codes (documented in rcp(1)).
-constexpr int kExitOk = 0;
-constexpr int kExitFiles = 1;     // some file failed; others may have been copied
-constexpr int kExitUsage = 2;     // bad command line
-constexpr int kExitConnect = 3;   // could not connect or the session failed
-constexpr int kExitInterrupted = 130;
+namespace ec = cli::exit_code;
 
 std::atomic<bool> g_cancel{false};
 void on_signal(int) { g_cancel = true; }
-
-struct Remote {
-  std::string host, module_path;
-};
-
-/// "HOST:MODULE/PATH" (HOST may be [v6]); a ':' after a '/' is part of a
-/// local path, as with scp.
-std::optional<Remote> parse_remote(const std::string& s) {
-  size_t colon;
-  if (!s.empty() && s[0] == '[') {
-    size_t rb = s.find(']');
-    if (rb == std::string::npos || rb + 1 >= s.size() || s[rb + 1] != ':') return std::nullopt;
-    return Remote{s.substr(1, rb - 1), s.substr(rb + 2)};
-  }
-  colon = s.find(':');
-  if (colon == std::string::npos || colon == 0) return std::nullopt;
-  size_t slash = s.find('/');
-  if (slash != std::string::npos && slash < colon) return std::nullopt;
-  return Remote{s.substr(0, colon), s.substr(colon + 1)};
-}
 
 struct Options {
   std::vector<std::string> args;
   int verbose = 0;
   bool quiet = false;
+  bool progress = false, no_progress = false;
+  bool ipv4 = false, ipv6 = false;
   std::string transport = "auto";
   std::string checksum = "xxh128";
   uint16_t rdma_port = kDefaultRdmaPort;
@@ -72,16 +58,85 @@ struct Options {
   unsigned hash_threads = 1;
 };
 
-/// Expands the push sources into openers: files as they are, directories
-/// (with -r) as a directory entry plus everything below it, named
-/// "base/rel" so the tree lands under the destination directory.
-Result<std::vector<SourceOpener>> push_sources(const std::vector<std::string>& srcs, bool recursive, bool& tree) {
+/// The one progress line; every message goes through say() so it erases the
+/// line first.
+cli::ProgressReporter* g_progress = nullptr;
+
+template <typename... Args>
+void say(fmt::format_string<Args...> f, Args&&... args) {
+  if (g_progress) g_progress->clear();
+  std::string line = fmt::format(f, std::forward<Args>(args)...);
+  std::fprintf(stderr, "rcp: %s\n", line.c_str());
+}
+
+/// An Error in the user's words: the context already names the object; the
+/// errno's text is the reason (lib/ leaves code 0 when the context says it all).
+/// The errno's text is left out when the context already says it ("'d' is a
+/// directory (use -r)" needs no ": Is a directory").
+std::string words(const Error& e) {
+  if (e.code == 0) return e.context;
+  std::string reason = std::strerror(e.code), lc = e.context;
+  for (auto& c : reason) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (auto& c : lc) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lc.find(reason) != std::string::npos ? e.context : e.message();
+}
+
+/// The code for a daemon's refusal of an OPEN: one without an errno (a
+/// wildcard in the wrong place, a path it cannot use) is about the files
+/// the user named, like ENOENT, so exit 3 (not 12, a broken stream).
+int open_code(const Error& e) {
+  if (e.code == 0 || e.code == EINVAL) return ec::kFileSelection;
+  return cli::exit_code_for(e, cli::Phase::session);
+}
+
+/// Fails with the code the table gives this error in this phase.
+int fail(const Error& e, cli::Phase phase, const std::string& what = "", int forced = -1) {
+  if (g_cancel || e.code == ECANCELED || e.code == EINTR) {
+    say("interrupted");
+    return ec::kSignal;
+  }
+  const int code = forced >= 0 ? forced : cli::exit_code_for(e, phase);
+  std::string text = words(e);
+  if (code == ec::kStartProtocol && (e.code == EUSERS || e.code == EBUSY))
+    text = e.context;  // the daemon's own sentence says it is full
+  if (what.empty() || text.rfind(what, 0) == 0)
+    say("{}", text);
+  else
+    say("{}: {}", what, text);
+  return code;
+}
+
+/// "rcp -V": version, transports compiled in, and the RDMA devices found.
+void print_version() {
+  std::printf("rcp %s\n", RCP_VERSION);
+  std::printf("transports: rdma (rdma_cm + verbs), tcp\n");
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  std::string devs;
+  for (int i = 0; list && i < n; ++i) devs += (devs.empty() ? "" : ", ") + std::string(ibv_get_device_name(list[i]));
+  if (list) ibv_free_device_list(list);
+  std::printf("rdma devices: %s\n", devs.empty() ? "none (copies use TCP)" : devs.c_str());
+}
+
+bool has_glob(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
+
+/// Every local source must exist before anything connects (a typo costs no
+/// connection and no partial copy). Skipped entries of trees are warnings.
+Result<std::vector<SourceOpener>> push_sources(const std::vector<std::string>& srcs, const Options& o, bool& tree,
+                                               uint64_t& total_bytes, uint64_t& total_files) {
   std::vector<SourceOpener> files;
   tree = false;
   for (const auto& s : srcs) {
-    RCP_ASSIGN(SourceSet set, expand_source(AT_FDCWD, s, s, false, recursive));
+    struct stat st {};
+    if (::stat(s.c_str(), &st) != 0) return sys_error("'" + s + "'");
+    if (S_ISREG(st.st_mode)) {
+      total_bytes += static_cast<uint64_t>(st.st_size);
+      ++total_files;
+    }
+    RCP_ASSIGN(SourceSet set, expand_source(AT_FDCWD, s, s, false, o.recursive));
     tree = tree || set.tree;
-    for (auto& k : set.skipped) log_error("skipping '{}/{}': not a regular file or directory", s, k);
+    if (!o.quiet)
+      for (auto& k : set.skipped) say("warning: skipping '{}/{}': not a regular file or directory (symlinks are not followed)", s, k);
     for (auto& f : set.files) files.push_back(std::move(f));
   }
   return files;
@@ -100,196 +155,374 @@ Settings settings(const Options& o, Checksum algo) {
   return s;
 }
 
-int report_errors(const TransferStats& st) {
-  for (const auto& e : st.errors) log_error("{}", e);
-  if (st.errors_dropped > 0) log_error("... and {} more failed file(s), not listed", st.errors_dropped);
-  return st.files_failed > 0 ? kExitFiles : kExitOk;
+/// -4 / -6: the host as a numeric address of that family, so both rdma_cm
+/// and TCP connect to exactly it.
+Result<std::string> pick_family(const std::string& host, const Options& o) {
+  if (!o.ipv4 && !o.ipv6) return host;
+  addrinfo hints{};
+  hints.ai_family = o.ipv4 ? AF_INET : AF_INET6;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int gai = ::getaddrinfo(host.c_str(), nullptr, &hints, &res); gai != 0)
+    return make_error(0, fmt::format("cannot resolve host '{}' to an {} address: {}", host, o.ipv4 ? "IPv4" : "IPv6",
+                                     gai_strerror(gai)));
+  char buf[NI_MAXHOST];
+  int rc = ::getnameinfo(res->ai_addr, res->ai_addrlen, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST);
+  ::freeaddrinfo(res);
+  if (rc != 0) return make_error(0, fmt::format("cannot resolve host '{}': {}", host, gai_strerror(rc)));
+  return std::string(buf);
 }
 
-int run(const Options& o) {
-  auto algo = parse_checksum(o.checksum);
-  if (!algo) {
-    log_error("unknown checksum '{}' (xxh128, sha256, none)", o.checksum);
-    return kExitUsage;
-  }
-  const Settings set = settings(o, *algo);
+struct Run {
+  const Options& o;
+  Checksum algo;
+  Settings set;
   ConnectOptions co;
-  if (!parse_transport(o.transport, co.kind)) {
-    log_error("unknown transport '{}' (auto, rdma, tcp)", o.transport);
-    return kExitUsage;
-  }
-  co.rdma_port = o.rdma_port;
-  co.tcp_port = o.tcp_port;
-  co.zerocopy = !o.no_zerocopy;
-  co = connect_options(set, co);
-
-  std::vector<std::string> srcs(o.args.begin(), o.args.end() - 1);
-  const std::string& dst = o.args.back();
-  auto rdst = parse_remote(dst);
-  std::vector<std::optional<Remote>> rsrcs;
-  size_t nremote = 0;
-  for (auto& s : srcs) {
-    rsrcs.push_back(parse_remote(s));
-    if (rsrcs.back()) ++nremote;
-  }
-  const bool push = rdst.has_value();
-  if (push && nremote > 0) {
-    log_error("copies between two remote hosts are not supported; one side must be local");
-    return kExitUsage;
-  }
-  if (!push && nremote != srcs.size()) {
-    log_error("{}", nremote == 0 ? "neither side is remote (HOST:MODULE/PATH); use cp for local copies"
-                                 : "all sources of a pull must be remote");
-    return kExitUsage;
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  TransferStats total;
+  std::string host;     ///< as connected to (numeric with -4/-6)
+  std::string shown_host;
+  bool noted = false;   ///< the fallback note was printed
   std::string carried_by;
+  /// The progress hook each session's options get (unset: no progress line).
+  std::function<void(uint64_t, uint32_t, std::string_view)> on_progress;
 
-  auto open_session = [&](const std::string& host) -> Result<std::unique_ptr<Transport>> {
+  Result<std::unique_ptr<Transport>> open_session() {
     std::string note;
     auto t = connect_transport(host, co, note);
     if (!t.ok()) return t.error();
-    if (!note.empty() && !o.quiet) std::fprintf(stderr, "rcp: %s\n", note.c_str());
+    if (!note.empty() && o.verbose > 0 && !noted) {
+      say("{}", note);
+      noted = true;
+    }
     auto& tr = *t.value();
-    if (!(tr.negotiated().checksums & (1u << static_cast<int>(*algo))))
-      return make_error(ENOTSUP, fmt::format("{} does not support checksum {}", tr.peer(), o.checksum));
+    if (!(tr.negotiated().checksums & (1u << static_cast<int>(algo))))
+      return make_error(EPROTONOSUPPORT, fmt::format("{} does not support checksum {}", shown_host, checksum_name(algo)));
     carried_by = tr.name();
     log_info("connected to {} over {}", tr.peer(), tr.describe());
     return t;
-  };
+  }
 
-  if (push) {
-    bool tree = false;
-    auto files = push_sources(srcs, o.recursive, tree);
-    if (!files.ok()) {
-      log_error("{}", files.error().message());
-      return kExitUsage;
+  /// Sends OPEN and reads the daemon's answer: OPEN_OK, MODULE_LIST or ERROR.
+  Result<wire::Message> open(Channel& ch, wire::Op op, uint16_t flags, const std::string& path, int timeout_ms) {
+    RCP_TRY(ch.send(wire::Open{op, algo, flags, path}));
+    auto m = ch.receive(timeout_ms, &g_cancel);
+    if (!m.ok()) {
+      // The daemon's refusal comes back as "PEER: why"; the message already
+      // names the remote path, so the peer's address is noise there.
+      Error e = m.error();
+      const std::string peer = ch.transport().peer() + ": ";
+      if (e.context.rfind(peer, 0) == 0) e.context.erase(0, peer.size());
+      return e;
     }
+    return m;
+  }
+};
+
+int list_modules(Run& r, const cli::Address& a) {
+  auto t = r.open_session();
+  if (!t.ok()) return fail(t.error(), cli::Phase::connect, cli::to_string(a));
+  Channel ch(*t.value());
+  auto m = r.open(ch, wire::Op::list, 0, "", 10000);
+  if (!m.ok()) {
+    if (m.error().code == EPROTO) return fail(make_error(EPROTONOSUPPORT, "the daemon does not list its modules (an older rcpd?)"), cli::Phase::session, cli::to_string(a));
+    return fail(m.error(), cli::Phase::session, cli::to_string(a));
+  }
+  auto* l = std::get_if<wire::ModuleList>(&m.value());
+  if (!l) return fail(make_error(EPROTO, "unexpected answer to a module listing"), cli::Phase::session, cli::to_string(a));
+  std::vector<cli::ModuleEntry> mods;
+  for (auto& e : l->modules) mods.push_back({e.name, e.comment});
+  const std::string out = cli::format_module_list(mods);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (l->truncated && !r.o.quiet) say("warning: the daemon has more modules than one listing holds");
+  return ec::kOk;
+}
+
+int run(const Options& o, const CLI::App& app) {
+  auto algo = parse_checksum(o.checksum);
+  if (!algo) {
+    say("unknown checksum '{}' (xxh128, sha256, none)", o.checksum);
+    return ec::kUsage;
+  }
+  if (o.args.empty()) {
+    say("no files given; usage: rcp [OPTIONS] SRC... DEST (rcp --help)");
+    return ec::kUsage;
+  }
+  std::vector<cli::Address> addrs;
+  for (auto& s : o.args) {
+    auto a = cli::parse_address(s);
+    if (!a.ok()) {
+      say("{}", a.error().message());
+      return ec::kUsage;
+    }
+    addrs.push_back(std::move(a.value()));
+  }
+  const bool listing = addrs.size() == 1 && addrs[0].is_remote && addrs[0].list_modules;
+  if (!listing && addrs.size() < 2) {
+    say("'{}': a copy needs a source and a destination (rcp SRC... DEST; rcp HOST: lists modules)", o.args[0]);
+    return ec::kUsage;
+  }
+  // "HOST:" names a daemon, not a file: only alone (the listing) does it mean anything.
+  if (!listing)
+    for (size_t i = 0; i < addrs.size(); ++i)
+      if (addrs[i].list_modules) {
+        say("'{}': no module given; a remote path is HOST:MODULE/PATH (alone, 'rcp HOST:' lists the modules)",
+            o.args[i]);
+        return ec::kUsage;
+      }
+
+  const cli::Address& dst = addrs.back();
+  size_t nremote = 0;
+  for (size_t i = 0; i + 1 < addrs.size(); ++i) nremote += addrs[i].is_remote;
+  const bool push = !listing && dst.is_remote;
+  if (!listing) {
+    if (push && nremote > 0) {
+      say("copies between two remote hosts are not supported; one side must be local");
+      return ec::kUsage;
+    }
+    if (!push && nremote != addrs.size() - 1) {
+      say("{}", nremote == 0 ? "neither side is remote (HOST:MODULE/PATH); use cp for local copies"
+                             : "all sources of a pull must be remote");
+      return ec::kUsage;
+    }
+  }
+  const cli::Address& remote = listing ? addrs[0] : push ? dst : addrs[0];
+  if (!push && !listing)
+    for (size_t i = 0; i + 1 < addrs.size(); ++i)
+      if (addrs[i].host != remote.host || addrs[i].port != remote.port || addrs[i].user != remote.user) {
+        say("all sources of a pull must be on one host ('{}' and '{}')", o.args[0], o.args[i]);
+        return ec::kUsage;
+      }
+
+  // Client config: applied only where the command line said nothing.
+  Options eff = o;
+  auto cfg = cli::load_client_config(cli::default_client_config_paths());
+  if (!cfg.ok()) {
+    say("{}", cfg.error().message());
+    return ec::kUsage;
+  }
+  const cli::ClientDefaults d = cfg->for_host(remote.host);
+  if (app.count("--transport") == 0 && d.transport) eff.transport = *d.transport;
+  if (app.count("--port") == 0 && d.port) eff.rdma_port = *d.port;
+  if (app.count("--tcp-port") == 0 && d.tcp_port) eff.tcp_port = *d.tcp_port;
+  if (app.count("--streams") == 0 && d.streams) eff.streams = *d.streams;
+  Run r{eff, *algo, settings(eff, *algo), {}, {}, cli::to_string(remote)};
+  if (!parse_transport(eff.transport, r.co.kind)) {
+    say("unknown transport '{}' (auto, rdma, tcp)", eff.transport);
+    return ec::kUsage;
+  }
+  // rcp://HOST:PORT names the port of the transport in use: with --transport
+  // tcp the TCP port, with rdma the rdma_cm port, with auto the TCP port and
+  // PORT - 1 for rdma_cm — the pair `rcpd --listen ADDR:PORT` opens
+  // (7472/7471 by default). -P and --tcp-port still win.
+  if (remote.port != 0) {
+    if (r.co.kind == TransportKind::rdma) {
+      if (app.count("--port") == 0) eff.rdma_port = remote.port;
+    } else {
+      if (app.count("--tcp-port") == 0) eff.tcp_port = remote.port;
+      if (app.count("--port") == 0 && r.co.kind == TransportKind::automatic)
+        eff.rdma_port = static_cast<uint16_t>(remote.port > 1 ? remote.port - 1 : 1);
+    }
+  }
+  r.co.rdma_port = eff.rdma_port;
+  r.co.tcp_port = eff.tcp_port;
+  r.co.zerocopy = !eff.no_zerocopy;
+  r.co = connect_options(r.set, r.co);
+  r.shown_host = remote.host;
+
+  // Progress: on a terminal unless -q or --no-progress (or progress = false
+  // in the config); --progress forces it.
+  cli::ProgressReporter::Mode mode = cli::ProgressReporter::Mode::auto_tty;
+  if (o.progress) mode = cli::ProgressReporter::Mode::always;
+  else if (o.quiet || o.no_progress || (d.progress && !*d.progress)) mode = cli::ProgressReporter::Mode::never;
+  cli::ProgressReporter progress(STDERR_FILENO, listing ? cli::ProgressReporter::Mode::never : mode);
+  g_progress = &progress;
+  struct Reset {
+    ~Reset() { g_progress = nullptr; }
+  } reset;
+  uint64_t base_bytes = 0, base_files = 0;  // of the sessions already finished (pull)
+  if (progress.enabled())
+    r.on_progress = [&](uint64_t b, uint32_t f, std::string_view cur) {
+      progress.update(base_bytes + b, base_files + f, cur);
+    };
+
+  // Everything local is checked before anything connects.
+  bool tree = false;
+  uint64_t total_bytes = 0, total_files = 0;
+  std::vector<SourceOpener> files;
+  std::optional<Destination> dest;
+  std::vector<std::string> srcs(o.args.begin(), o.args.end() - 1);
+  if (push) {
+    auto f = push_sources(srcs, eff, tree, total_bytes, total_files);
+    if (!f.ok()) return fail(f.error(), cli::Phase::local);
+    files = std::move(f.value());
+    if (!tree) progress.set_totals(total_bytes, total_files);
+  } else if (!listing) {
+    bool multi = srcs.size() > 1 || o.recursive;
+    for (size_t i = 0; i + 1 < addrs.size(); ++i) multi = multi || has_glob(addrs[i].path);
+    auto dd = resolve_destination_local(o.args.back(), multi);
+    if (!dd.ok()) return fail(dd.error(), cli::Phase::local);
+    dest.emplace(std::move(dd.value()));
+  }
+
+  auto h = pick_family(remote.host, o);
+  if (!h.ok()) return fail(h.error(), cli::Phase::connect);
+  r.host = h.value();
+  if (listing) return list_modules(r, remote);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  TransferStats total;
+  int fatal = ec::kOk;
+  if (push) {
     // A tree needs a directory to land in, as several files do.
     const uint16_t flags = (srcs.size() > 1 || tree ? wire::kOpenMulti : 0) | (o.fsync ? wire::kOpenFsync : 0);
-    auto t = open_session(rdst->host);
-    if (!t.ok()) {
-      log_error("{}", t.error().message());
-      return kExitConnect;
-    }
+    auto t = r.open_session();
+    if (!t.ok()) return fail(t.error(), cli::Phase::connect);
     Channel ch(*t.value());
-    const SessionOptions so = session_options(set, Role::source, t.value()->negotiated());
-    if (auto s = ch.send(wire::Open{wire::Op::put, *algo, flags, rdst->module_path}); !s.ok()) {
-      log_error("{}", s.error().message());
-      return kExitConnect;
-    }
-    auto ok = ch.receive(so.idle_timeout_ms, &g_cancel);
-    if (!ok.ok()) {
-      log_error("{}: {}", dst, ok.error().message());
-      return kExitConnect;
-    }
-    auto st = run_source(ch, std::move(files.value()), so);
-    if (!st.ok()) {
-      log_error("{}", st.error().message());
-      return g_cancel ? kExitInterrupted : kExitConnect;
-    }
+    SessionOptions so = session_options(r.set, Role::source, t.value()->negotiated());
+    so.on_progress = r.on_progress;
+    auto ok = r.open(ch, wire::Op::put, flags, dst.module_path(), so.idle_timeout_ms);
+    if (!ok.ok()) return fail(ok.error(), cli::Phase::session, cli::to_string(dst), open_code(ok.error()));
+    auto st = run_source(ch, std::move(files), so);
+    if (!st.ok()) return fail(st.error(), cli::Phase::session);
     total = std::move(st.value());
   } else {
-    const std::string host = rsrcs.front()->host;
-    for (auto& r : rsrcs)
-      if (r->host != host) {
-        log_error("all sources of a pull must be on one host");
-        return kExitUsage;
-      }
-    auto dest = resolve_destination_local(dst, srcs.size() > 1 || o.recursive);
-    if (!dest.ok()) {
-      log_error("{}", dest.error().message());
-      return kExitUsage;
-    }
-    for (auto& r : rsrcs) {
-      auto t = open_session(host);
-      if (!t.ok()) {
-        log_error("{}", t.error().message());
-        return kExitConnect;
-      }
+    const uint16_t flags = (o.fsync ? wire::kOpenFsync : 0) | (o.recursive ? wire::kOpenRecursive : 0);
+    for (size_t i = 0; i + 1 < addrs.size(); ++i) {
+      const cli::Address& a = addrs[i];
+      auto t = r.open_session();
+      if (!t.ok()) return fail(t.error(), cli::Phase::connect);
       Channel ch(*t.value());
-      const SessionOptions so = session_options(set, Role::sink, t.value()->negotiated());
-      const uint16_t flags = (o.fsync ? wire::kOpenFsync : 0) | (o.recursive ? wire::kOpenRecursive : 0);
+      SessionOptions so = session_options(r.set, Role::sink, t.value()->negotiated());
+      so.on_progress = r.on_progress;
       // Only what was asked for may arrive: the requested path's own name,
       // and with -r the names below it (the daemon cleans the path the same way).
-      auto rest = clean_relative(split_module(r->module_path).second);
+      auto rest = clean_relative(split_module(a.module_path()).second);
       dest->expect = ExpectedNames{rest.ok() && !rest->empty() ? base_name(rest.value()) : "", o.recursive};
-      if (auto s = ch.send(wire::Open{wire::Op::get, *algo, flags, r->module_path}); !s.ok()) {
-        log_error("{}", s.error().message());
-        return kExitConnect;
-      }
-      auto ok = ch.receive(so.idle_timeout_ms, &g_cancel);
+      auto ok = r.open(ch, wire::Op::get, flags, a.module_path(), so.idle_timeout_ms);
       if (!ok.ok()) {
-        ++total.files_failed;
-        total.errors.push_back(fmt::format("{}:{}: {}", host, r->module_path, ok.error().message()));
+        // One source the daemon refused: the others still go (as scp does).
+        if (g_cancel) return fail(ok.error(), cli::Phase::session);
+        const int code = open_code(ok.error());
+        if (code != ec::kFileSelection) return fail(ok.error(), cli::Phase::session, cli::to_string(a));
+        say("{}: {}", cli::to_string(a), words(ok.error()));
+        fatal = cli::worst(fatal, code);
         continue;
       }
-      auto st = run_sink(ch, dest.value(), so);
-      if (!st.ok()) {
-        log_error("{}", st.error().message());
-        return g_cancel ? kExitInterrupted : kExitConnect;
-      }
+      auto st = run_sink(ch, *dest, so);
+      if (!st.ok()) return fail(st.error(), cli::Phase::session);
       total.bytes += st->bytes;
       total.files_ok += st->files_ok;
+      total.dirs_ok += st->dirs_ok;
       total.files_failed += st->files_failed;
+      base_bytes += st->bytes;
+      base_files += st->files_ok + st->files_failed;
       for (auto& e : st->errors) total.note_error(e);
       total.errors_dropped += st->errors_dropped;
     }
   }
+  progress.finish();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (o.verbose > 0) {
-    std::fprintf(stderr, "rcp: %s: %u file(s), %llu bytes in %.3f s, %.1f MB/s, checksum %s\n",
-                 carried_by.c_str(), total.files_ok, static_cast<unsigned long long>(total.bytes), secs,
-                 secs > 0 ? static_cast<double>(total.bytes) / secs / 1e6 : 0.0, checksum_name(*algo));
+  if (o.verbose > 0 && !o.quiet) {
+    const uint32_t nfiles = total.files_ok - total.dirs_ok;
+    std::string dirs = total.dirs_ok ? fmt::format(" and {} director{}", total.dirs_ok, total.dirs_ok == 1 ? "y" : "ies") : "";
+    say("{}: {} file{}{}, {} bytes in {:.3f} s, {:.1f} MB/s, checksum {}", r.carried_by, nfiles, nfiles == 1 ? "" : "s",
+        dirs, total.bytes, secs, secs > 0 ? static_cast<double>(total.bytes) / secs / 1e6 : 0.0, checksum_name(*algo));
   }
-  return report_errors(total);
+  for (const auto& e : total.errors) say("{}", e);
+  if (total.errors_dropped > 0) say("... and {} more failed file(s), not listed", total.errors_dropped);
+  return cli::worst(fatal, cli::transfer_exit_code(total.files_failed, 0));
+}
+
+/// "[4 - 65536]" in --help reads like a type signature; the range goes into
+/// the option's description instead, and a value outside it says so in words.
+CLI::Validator range(long lo, long hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        long v = 0;
+        try {
+          size_t n = 0;
+          v = std::stol(s, &n);
+          if (n != s.size()) return "'" + s + "' is not a number";
+        } catch (...) {
+          return "'" + s + "' is not a number";
+        }
+        if (v < lo || v > hi) return fmt::format("{} is out of range ({} to {})", s, lo, hi);
+        return {};
+      },
+      "");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  set_log_prefix("rcp");
   Options o;
-  CLI::App app{"rcp - copy files over RDMA (or TCP) to and from an rcpd daemon, verified end to end.\n"
-               "  push: rcp [OPTIONS] FILE... HOST:MODULE/PATH\n"
-               "  pull: rcp [OPTIONS] HOST:MODULE/PATH... DEST",
+  CLI::App app{"rcp - copy files over RDMA (or TCP) to and from an rcpd daemon, verified end to end.\n\n"
+               "  push:  rcp [OPTIONS] FILE... HOST:MODULE/PATH\n"
+               "  pull:  rcp [OPTIONS] HOST:MODULE/PATH... DEST\n"
+               "  list:  rcp [OPTIONS] HOST:\n\n"
+               "A remote side is HOST:MODULE/PATH, [V6ADDR]:MODULE/PATH, USER@HOST:MODULE/PATH,\n"
+               "HOST::MODULE/PATH or rcp://[USER@]HOST[:PORT]/MODULE/PATH. Exit status: see rcp(1).\n",
                "rcp"};
-  app.add_option("paths", o.args, "SRC... DEST; a remote side is HOST:MODULE/PATH")->required()->expected(2, -1);
-  app.add_flag("-v,--verbose", o.verbose, "say which transport and device carried the copy, and the throughput");
-  app.add_flag("-q,--quiet", o.quiet, "print only errors");
-  app.add_option("--transport", o.transport, "auto (RDMA if possible, else TCP), rdma or tcp")->capture_default_str();
-  app.add_option("--checksum", o.checksum, "per-chunk digest: xxh128, sha256 or none")->capture_default_str();
-  app.add_option("-P,--port", o.rdma_port, "daemon's rdma_cm port")->capture_default_str();
-  app.add_option("--tcp-port", o.tcp_port, "daemon's TCP port")->capture_default_str();
-  app.add_option("--chunk-size,--buffer-size", o.chunk_kib, "chunk size in KiB: each buffer of the pool holds one chunk")->capture_default_str()->check(CLI::Range(4, 65536));
-  app.add_option("--window", o.window, "chunks in flight (buffer pool = window x chunk size)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
-  const std::string streams_default =
-      kDefaultTcpStreams == kDefaultRdmaQps ? std::to_string(kDefaultTcpStreams)
-                                            : fmt::format("{} TCP, {} RDMA", kDefaultTcpStreams, kDefaultRdmaQps);
+  app.get_formatter()->column_width(34);
+  app.get_formatter()->label("OPTIONS", "OPTION");
+  app.add_option("paths", o.args, "SRC... DEST, or HOST: to list modules")->type_name("");
+  app.add_flag_callback(
+      "-V,--version",
+      [] {
+        print_version();
+        throw CLI::Success();
+      },
+      "print the version, the transports built in and the RDMA devices found");
+  app.add_flag("-v,--verbose", o.verbose, "say which transport and device carried the copy, and the throughput; -vv: debug");
+  app.add_flag("-q,--quiet", o.quiet, "print nothing but errors (no progress, no warnings)");
+  app.add_flag("--progress", o.progress, "draw the progress line even when stderr is not a terminal");
+  app.add_flag("--no-progress", o.no_progress, "never draw the progress line");
+  app.add_flag("-4", o.ipv4, "connect over IPv4 only");
+  app.add_flag("-6", o.ipv6, "connect over IPv6 only");
+  app.add_option("--transport", o.transport, "auto (RDMA if possible, else TCP), rdma or tcp; default auto")
+      ->type_name("KIND");
+  app.add_option("--checksum", o.checksum, "per-chunk digest: xxh128 (default), sha256 or none")->type_name("ALGO");
+  app.add_option("-P,--port", o.rdma_port, fmt::format("the daemon's rdma_cm port (default {})", kDefaultRdmaPort))
+      ->type_name("PORT")
+      ->check(range(1, 65535));
+  app.add_option("--tcp-port", o.tcp_port, fmt::format("the daemon's TCP port (default {})", kDefaultTcpPort))
+      ->type_name("PORT")
+      ->check(range(1, 65535));
+  app.add_option("--chunk-size,--buffer-size", o.chunk_kib, "chunk size in KiB, 4 to 65536 (default 1024)")
+      ->type_name("KIB")
+      ->check(range(4, 65536));
+  app.add_option("--window", o.window, "chunks in flight, 1 to 4096 (default 16); pool = window x chunk size")
+      ->type_name("N")
+      ->check(range(1, 4096));
   app.add_option("--streams", o.streams,
-                 "connections (TCP) or queue pairs (RDMA) per copy [default: " + streams_default + "]")
-      ->check(CLI::Range(1, 16));
+                 fmt::format("connections (TCP) or queue pairs (RDMA) per copy, 1 to 16 (default {})",
+                             kDefaultTcpStreams))
+      ->type_name("N")
+      ->check(range(1, 16));
   app.add_flag("--no-zerocopy", o.no_zerocopy, "TCP transport: plain sends instead of zero-copy sends");
-  app.add_option("--hash-threads", o.hash_threads, "threads computing chunk digests (0: on the I/O loop)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 64));
+  app.add_option("--hash-threads", o.hash_threads, "threads computing chunk digests, 0 to 64 (default 1; 0: on the I/O loop)")
+      ->type_name("N")
+      ->check(range(0, 64));
   app.add_flag("-r,--recursive", o.recursive, "copy directories and everything below them");
   app.add_flag("--fsync", o.fsync, "fsync each file before renaming it into place");
-  app.set_version_flag("--version", std::string("rcp ") + RCP_VERSION);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : kExitUsage;
+    std::fprintf(stderr, "rcp: %s\nTry 'rcp --help' for more information.\n", e.what());
+    return ec::kUsage;
   }
-  set_log_prefix("rcp");
+  if (o.ipv4 && o.ipv6) {
+    std::fprintf(stderr, "rcp: -4 and -6 exclude each other\n");
+    return ec::kUsage;
+  }
   set_log_level(o.quiet ? LogLevel::error : o.verbose > 1 ? LogLevel::debug : o.verbose ? LogLevel::info : LogLevel::error);
   struct sigaction sa{};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  return run(o);
+  const int rc = run(o, app);
+  return g_cancel && rc != ec::kOk ? ec::kSignal : rc;
 }

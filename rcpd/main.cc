@@ -13,8 +13,10 @@
 #include <chrono>
 #include <fmt/core.h>
 #include <map>
+#include <optional>
 #include <thread>
 
+#include "daemon/glob.h"
 #include "daemon/listeners.h"
 #include "daemon/server.h"
 #include "fs/path.h"
@@ -35,6 +37,7 @@ void on_signal(int) { g_stop = true; }
 struct Export {
   std::string dir;
   Fd root;
+  std::string comment;  ///< shown by `rcp HOST:`; empty for --export
 };
 
 struct Daemon {
@@ -46,13 +49,61 @@ struct Daemon {
 /// What a get sends: one file, or with kOpenRecursive a directory and
 /// everything below it — every path opened beneath the export, symlinks
 /// never followed.
+/// A wildcard in the last component (`data/logs/*.gz`) is expanded here,
+/// inside the export (daemon/glob.h), each match sent as if named.
 Result<std::vector<SourceOpener>> get_sources(int root, const std::string& rel, const std::string& shown,
                                               bool recursive) {
-  RCP_ASSIGN(SourceSet set, expand_source(root, rel, shown, true, recursive));
-  // Told to the client too (FILE_SKIPPED, after the files), not only logged here.
-  for (auto& k : set.skipped)
-    set.files.push_back(skipped_entry(fmt::format("skipping '{}/{}': not a regular file or directory", shown, k)));
-  return std::move(set.files);
+  std::vector<std::string> paths{rel};
+  if (rel.find_first_of("*?[") != std::string::npos) {
+    RCP_ASSIGN(paths, expand_wildcard(root, rel, shown));
+  }
+  const std::string module = shown.substr(0, shown.size() - rel.size());
+  std::vector<SourceOpener> files;
+  for (auto& p : paths) {
+    RCP_ASSIGN(SourceSet set, expand_source(root, p, module + p, true, recursive));
+    for (auto& f : set.files) files.push_back(std::move(f));
+    // Told to the client too (FILE_SKIPPED, after the files), not only logged here.
+    for (auto& k : set.skipped)
+      files.push_back(skipped_entry(fmt::format("skipping '{}/{}': not a regular file or directory", module + p, k)));
+  }
+  return files;
+}
+
+/// The answer to `rcp HOST:`: the modules, by name, with their comments,
+/// as many as one MODULE_LIST holds (the rest flagged as truncated).
+wire::ModuleList module_list(const Daemon& d) {
+  wire::ModuleList l;
+  size_t bytes = wire::kHeaderSize + 3;
+  for (auto& [name, ex] : d.exports) {
+    wire::ModuleList::Entry e{name.substr(0, wire::kMaxModuleText), ex.comment.substr(0, wire::kMaxModuleText)};
+    const size_t add = 4 + e.name.size() + e.comment.size();
+    if (l.modules.size() == wire::kMaxModules || bytes + add > wire::kMaxMessage) {
+      l.truncated = 1;
+      break;
+    }
+    bytes += add;
+    l.modules.push_back(std::move(e));
+  }
+  return l;
+}
+
+/// Gives queued messages a moment to leave before the connection closes.
+void refuse_drain(Transport& t) {
+  std::vector<TransportEvent> ev;
+  for (int i = 0; i < 100 && t.send_pending(); ++i) {
+    (void)t.poll(ev);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+/// A connection beyond --max-connections: read its OPEN, answer that the
+/// daemon is full (the client prints it and exits 5), close.
+void refuse_full(Transport& t, uint32_t max) {
+  Channel ch(t);
+  (void)ch.receive(2000, &g_stop);
+  (void)ch.send(wire::ErrorMsg{EUSERS, fmt::format("the daemon is busy: it serves at most {} sessions at once "
+                                                   "(rcpd --max-connections); try again later", max)});
+  refuse_drain(t);
 }
 
 /// Handles one connection from its OPEN to its end. Every failure is sent to
@@ -76,6 +127,11 @@ void serve(Daemon& d, Transport& t) {
     }
   };
   if (!open) return refuse(make_error(EPROTO, "expected OPEN as the first message"));
+  if (open->op == wire::Op::list) {
+    if (auto s = ch.send(module_list(d)); !s.ok()) return refuse(s.error());
+    log_info("{}: listed modules", t.peer());
+    return refuse_drain(t);
+  }
   if (!(supported_checksums() & (1u << static_cast<int>(open->checksum))))
     return refuse(make_error(ENOTSUP, "unsupported checksum"));
   auto [module, rest] = split_module(open->path);
@@ -126,6 +182,7 @@ int run(Daemon& d, const std::string& listen, uint16_t rdma_port, uint16_t tcp_p
   ServerConfig sc;
   sc.max_connections = d.max_connections;
   sc.stop = &g_stop;
+  sc.on_full = [max = d.max_connections](Transport& t) { refuse_full(t, max); };
   if (Status st = run_server(std::move(listeners.value()), sc, [&d](Transport& t) { serve(d, t); }); !st.ok()) {
     log_error("{}", st.error().message());
     return 1;
@@ -133,9 +190,66 @@ int run(Daemon& d, const std::string& listen, uint16_t rdma_port, uint16_t tcp_p
   return 0;
 }
 
+/// A port from the command line: digits only, 1-65535.
+std::optional<uint16_t> parse_port(std::string_view s) {
+  if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  unsigned v = 0;
+  for (char c : s) v = v * 10 + unsigned(c - '0');
+  if (v == 0 || v > 65535) return std::nullopt;
+  return static_cast<uint16_t>(v);
+}
+
+/// --listen ADDR[:PORT]: "*" (or "") for every address (TCP: IPv4 and IPv6);
+/// an IPv6 address in brackets when a port follows ("[::1]:7472"), bare
+/// otherwise ("::1"). Errors are whole sentences for the user.
+Result<std::pair<std::string, uint16_t>> parse_listen(const std::string& v) {
+  auto bad = [&](const std::string& why) { return make_error(0, "--listen '" + v + "': " + why); };
+  std::string host = v, port;
+  if (!v.empty() && v.front() == '[') {
+    const size_t rb = v.find(']');
+    if (rb == std::string::npos) return bad("unterminated '[' (an IPv6 address is written [ADDR]:PORT)");
+    host = v.substr(1, rb - 1);
+    if (rb + 1 < v.size()) {
+      if (v[rb + 1] != ':') return bad("expected ':PORT' after ']'");
+      port = v.substr(rb + 2);
+      if (port.empty()) return bad("empty port after ':'");
+    }
+  } else if (const size_t c = v.rfind(':'); c != std::string::npos && v.find(':') == c) {
+    host = v.substr(0, c);
+    port = v.substr(c + 1);
+    if (port.empty()) return bad("empty port after ':'");
+  }
+  if (host == "*") host = "";
+  uint16_t p = 0;
+  if (!port.empty()) {
+    auto pp = parse_port(port);
+    if (!pp) return bad("port '" + port + "' is not a number from 1 to 65535");
+    p = *pp;
+  }
+  return std::make_pair(host, p);
+}
+
+CLI::Validator range(long lo, long hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        long v = 0;
+        try {
+          size_t n = 0;
+          v = std::stol(s, &n);
+          if (n != s.size()) return "'" + s + "' is not a number";
+        } catch (...) {
+          return "'" + s + "' is not a number";
+        }
+        if (v < lo || v > hi) return fmt::format("{} is out of range ({} to {})", s, lo, hi);
+        return {};
+      },
+      "");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  set_log_prefix("rcpd");
   Daemon d;
   std::string listen = "*";
   std::vector<std::string> exports;
@@ -143,46 +257,89 @@ int main(int argc, char** argv) {
   uint16_t rdma_port = kDefaultRdmaPort, tcp_port = kDefaultTcpPort;
   int verbose = 0;
   uint32_t chunk_kib = 1024;
-  CLI::App app{"rcpd - export directories to rcp clients over RDMA and TCP", "rcpd"};
-  app.add_option("--listen", listen, "address to listen on, ADDR or ADDR:PORT (rdma_cm port); * for all")
-      ->capture_default_str();
-  app.add_option("--export", exports, "NAME=DIR: serve DIR as module NAME (repeatable)")->required();
-  app.add_option("--transport", transport, "auto (RDMA where a device exists, and TCP), rdma or tcp")
-      ->capture_default_str();
-  app.add_option("-P,--port", rdma_port, "rdma_cm port")->capture_default_str();
-  app.add_option("--tcp-port", tcp_port, "TCP port")->capture_default_str();
-  app.add_option("--chunk-size,--buffer-size", chunk_kib, "largest chunk in KiB (one buffer of the pool)")->capture_default_str()->check(CLI::Range(4, 65536));
-  app.add_option("--window", d.settings.window, "chunks in flight per connection")->capture_default_str()->check(CLI::Range(1, 4096));
-  app.add_option("--hash-threads", d.settings.hash_threads, "digest threads per session (0: on the I/O loop)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 64));
-  app.add_option("--max-connections", d.max_connections, "sessions served at once")->capture_default_str();
+  CLI::App app{"rcpd - export directories to rcp clients over RDMA and TCP (see rcpd(8))", "rcpd"};
+  app.get_formatter()->column_width(34);
+  app.add_option("--listen", listen,
+                 "ADDR[:PORT] to listen on; * (default) is every address (TCP: IPv4 and IPv6). PORT is the port of "
+                 "--transport tcp or rdma; with auto the TCP port, and PORT - 1 the rdma_cm port")
+      ->type_name("ADDR[:PORT]");
+  app.add_option("--export", exports, "NAME=DIR: serve DIR as module NAME (repeatable)")->type_name("NAME=DIR");
+  app.add_option("--transport", transport, "auto (RDMA where a device exists, and TCP), rdma or tcp; default auto")
+      ->type_name("KIND");
+  app.add_option("-P,--port", rdma_port, fmt::format("rdma_cm port (default {})", kDefaultRdmaPort))
+      ->type_name("PORT")
+      ->check(range(1, 65535));
+  app.add_option("--tcp-port", tcp_port, fmt::format("TCP port (default {})", kDefaultTcpPort))
+      ->type_name("PORT")
+      ->check(range(1, 65535));
+  app.add_option("--chunk-size,--buffer-size", chunk_kib, "largest chunk in KiB, 4 to 65536 (default 1024)")
+      ->type_name("KIB")
+      ->check(range(4, 65536));
+  app.add_option("--window", d.settings.window, "chunks in flight per connection, 1 to 4096 (default 16)")
+      ->type_name("N")
+      ->check(range(1, 4096));
+  app.add_option("--hash-threads", d.settings.hash_threads, "digest threads per session, 0 to 64 (default 1)")
+      ->type_name("N")
+      ->check(range(0, 64));
+  app.add_option("--max-connections", d.max_connections, "sessions served at once, 1 to 65536 (default 64)")
+      ->type_name("N")
+      ->check(range(1, 65536));
   app.add_flag("-v,--verbose", verbose, "log each session (twice: debug)");
-  app.set_version_flag("--version", std::string("rcpd ") + RCP_VERSION);
+  app.add_flag_callback(
+      "-V,--version",
+      [] {
+        std::printf("rcpd %s\ntransports: rdma (rdma_cm + verbs), tcp\n", RCP_VERSION);
+        throw CLI::Success();
+      },
+      "print the version");
   try {
     app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    std::fprintf(stderr, "rcpd: %s\nTry 'rcpd --help' for more information.\n", e.what());
+    return 2;
   }
-  set_log_prefix("rcpd");
   set_log_level(verbose > 1 ? LogLevel::debug : verbose ? LogLevel::info : LogLevel::error);
   d.settings.chunk_size = chunk_kib * 1024;
   d.settings.cancel = &g_stop;
   TransportKind kind;
   if (!parse_transport(transport, kind)) {
-    log_error("unknown transport '{}'", transport);
+    log_error("--transport '{}': expected auto, rdma or tcp", transport);
     return 2;
   }
-  // ADDR:PORT sets the rdma_cm port; a bare IPv6 address needs brackets.
-  if (!listen.empty() && listen.front() == '[') {
-    size_t rb = listen.find(']');
-    if (rb != std::string::npos && rb + 1 < listen.size() && listen[rb + 1] == ':')
-      rdma_port = static_cast<uint16_t>(std::stoi(listen.substr(rb + 2)));
-    listen = listen.substr(1, rb == std::string::npos ? std::string::npos : rb - 1);
-  } else if (auto c = listen.rfind(':'); c != std::string::npos && listen.find(':') == c) {
-    rdma_port = static_cast<uint16_t>(std::stoi(listen.substr(c + 1)));
-    listen = listen.substr(0, c);
+  if (exports.empty()) {
+    log_error("nothing to serve: give at least one --export NAME=DIR");
+    return 2;
+  }
+  // --listen ADDR:PORT sets the port of the transport(s) it names: with
+  // --transport tcp the TCP port, with rdma the rdma_cm port, with auto the
+  // TCP port and PORT - 1 for rdma_cm (7472/7471 by default; rcp://HOST:PORT
+  // means the same). -P and --tcp-port, when given, win for their transport.
+  auto l = parse_listen(listen);
+  if (!l.ok()) {
+    log_error("{}", l.error().message());
+    return 2;
+  }
+  listen = l->first;
+  if (const uint16_t lp = l->second; lp != 0) {
+    if (kind == TransportKind::rdma) {
+      if (app.count("--port") == 0) rdma_port = lp;
+    } else {
+      if (app.count("--tcp-port") == 0) tcp_port = lp;
+      if (kind == TransportKind::automatic && app.count("--port") == 0) {
+        if (lp == 1) {
+          log_error("--listen '{}': port 1 leaves no rdma_cm port (PORT - 1); give -P", l->first);
+          return 2;
+        }
+        rdma_port = static_cast<uint16_t>(lp - 1);
+      }
+    }
+  }
+  if (kind == TransportKind::automatic && rdma_port == tcp_port) {
+    log_error("the rdma_cm port and the TCP port are both {}; on iWARP they share one port space (give -P or --tcp-port)",
+              tcp_port);
+    return 2;
   }
   for (auto& e : exports) {
     auto eq = e.find('=');
@@ -191,8 +348,13 @@ int main(int argc, char** argv) {
       return 2;
     }
     std::string name = e.substr(0, eq), dir = e.substr(eq + 1);
-    if (!is_plain_name(name)) {
-      log_error("--export '{}': module name must be a plain name", e);
+    if (!is_plain_name(name) || name.size() > wire::kMaxModuleText) {
+      log_error("--export '{}': module name must be a plain name (no '/', not '.' or '..', at most {} bytes)", e,
+                wire::kMaxModuleText);
+      return 2;
+    }
+    if (d.exports.count(name)) {
+      log_error("--export '{}': module '{}' is already exported (from '{}')", e, name, d.exports[name].dir);
       return 2;
     }
     int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -200,7 +362,7 @@ int main(int argc, char** argv) {
       log_error("--export {}: cannot open directory '{}': {}", name, dir, std::strerror(errno));
       return 1;
     }
-    d.exports[name] = Export{dir, Fd(fd)};
+    d.exports[name] = Export{dir, Fd(fd), ""};
   }
   // One session pins its pool twice (io_uring and, over RDMA, the MR); root is
   // exempt only with CAP_IPC_LOCK, which memlock_warning checks.

@@ -23,7 +23,8 @@ prog=install-deps.sh
 build_pkgs=(
     build-essential cmake pkg-config ninja-build
     libibverbs-dev librdmacm-dev liburing-dev libssl-dev libcli11-dev doctest-dev libxxhash-dev libfmt-dev
-    libtomlplusplus-dev mandoc libsystemd-dev
+    libtomlplusplus-dev libsystemd-dev
+    mandoc       # `mandoc -Tlint man/*` checks the man pages
 )
 # tests/fuzz (libFuzzer): clang and its compiler-rt (fuzzer, ASan and UBSan runtimes).
 fuzz_pkgs=(clang libclang-rt-14-dev)
@@ -31,6 +32,7 @@ runtime_pkgs=(
     ibverbs-providers rdma-core ibverbs-utils rdmacm-utils perftest iproute2 kmod
     iperf3 rsync
     zsh
+    bsdutils     # script(1): the cli suite runs rcp under a pseudo-terminal
 )
 vm_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
 # systemd: systemd-analyze (unit scoring) and systemd-sysusers (the rcpd user) in the package test.

@@ -45,6 +45,8 @@ Status run_server(std::vector<std::unique_ptr<Listener>> listeners, const Server
     if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, listeners[i]->fd(), &ev) != 0) return sys_error("epoll_ctl listener");
   }
   auto active = std::make_shared<Active>();
+  auto refusing = std::make_shared<Active>();
+  auto on_full = std::make_shared<SessionHandler>(cfg.on_full);
   auto shared_handler = std::make_shared<SessionHandler>(std::move(handler));
   while (!(cfg.stop && *cfg.stop)) {
     epoll_event out[4];
@@ -64,6 +66,13 @@ Status run_server(std::vector<std::unique_ptr<Listener>> listeners, const Server
           log_error("refusing a TCP connection: {} connections already", active->n.load());
         else
           log_error("refusing {}: {} connections already", in.value()->peer(), active->n.load());
+        if (*on_full && refusing->n < kMaxRefusing) {
+          std::shared_ptr<Incoming> incoming(std::move(in.value()));
+          spawn(refusing, [incoming, on_full]() {
+            auto t = incoming->finish();
+            if (t.ok() && t.value()) (*on_full)(*t.value());
+          });
+        }
         continue;
       }
       std::shared_ptr<Incoming> incoming(std::move(in.value()));
@@ -81,6 +90,9 @@ Status run_server(std::vector<std::unique_ptr<Listener>> listeners, const Server
   log_info("shutting down; waiting for {} session(s)", active->n.load());
   std::unique_lock lk(active->mu);
   active->cv.wait_for(lk, cfg.shutdown_wait, [&] { return active->n == 0; });
+  lk.unlock();
+  std::unique_lock lk2(refusing->mu);
+  refusing->cv.wait_for(lk2, std::chrono::milliseconds(3000), [&] { return refusing->n == 0; });
   return {};
 }
 

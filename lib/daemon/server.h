@@ -19,16 +19,23 @@
 
 namespace rcp {
 
+/// Runs one session: called on the session's thread with its transport.
+using SessionHandler = std::function<void(Transport&)>;
+
 struct ServerConfig {
   uint32_t max_connections = 64;
   /// Set (e.g. by a signal handler) to stop accepting; checked every 500 ms.
   const std::atomic<bool>* stop = nullptr;
   /// How long shutdown waits for running sessions.
   std::chrono::milliseconds shutdown_wait{10000};
+  /// A connection beyond max_connections: finished (its hello) and handed to
+  /// this on a thread of its own so the client hears why (rcpd answers its
+  /// OPEN with "busy"); at most kMaxRefusing at once, beyond that they are
+  /// just closed. Unset: closed at once.
+  SessionHandler on_full;
 };
+constexpr uint32_t kMaxRefusing = 8;
 
-/// Runs one session: called on the session's thread with its transport.
-using SessionHandler = std::function<void(Transport&)>;
 
 /// Serves connections from `listeners` until *cfg.stop, then waits for the
 /// sessions (up to cfg.shutdown_wait). Fails only when it cannot start.

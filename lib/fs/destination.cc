@@ -1,6 +1,7 @@
 #include "fs/destination.h"
 
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,10 +57,16 @@ Result<Destination> resolve_destination_local(const std::string& path, bool mult
 namespace {
 
 /// Is `name` (from FILE_BEGIN) what the pull asked for?
+/// A requested name with wildcards (a remote glob the daemon expands inside
+/// the module) admits every name its pattern matches, with the daemon's
+/// flags (FNM_PERIOD: a leading dot is never matched by a wildcard).
 bool expected(const ExpectedNames& x, const std::string& name, bool is_dir) {
-  if (!x.tree) return !is_dir && name == x.base;
-  return x.base.empty() || name == x.base || (name.size() > x.base.size() + 1 && name.starts_with(x.base) &&
-                                               name[x.base.size()] == '/');
+  const size_t slash = name.find('/');
+  const std::string top = name.substr(0, slash);
+  const bool glob = x.base.find_first_of("*?[") != std::string::npos;
+  const bool top_ok = glob ? ::fnmatch(x.base.c_str(), top.c_str(), FNM_PERIOD) == 0 : top == x.base;
+  if (!x.tree) return !is_dir && slash == std::string::npos && top_ok;
+  return x.base.empty() || (top_ok && (slash == std::string::npos || slash + 1 < name.size()));
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,12 @@ struct SessionOptions {
   unsigned hash_threads = 1;
   int idle_timeout_ms = 30000;
   const std::atomic<bool>* cancel = nullptr;  ///< set by a signal handler to abort
+  /// Progress hook, called on the loop's thread each time a chunk is done
+  /// (source: its slot came back; sink: it is verified and written) and when
+  /// a file ends: file bytes so far, entries finished (files and directories,
+  /// ok or failed) and the file the last chunk belonged to. rcp draws its
+  /// progress line from it (the reporter throttles itself); unset = no calls.
+  std::function<void(uint64_t bytes_done, uint32_t files_done, std::string_view current)> on_progress;
 };
 
 /// Per-session bounds, whatever the tree's size or the peer's claims:
@@ -47,6 +55,7 @@ struct TransferStats {
   uint64_t bytes = 0;
   uint32_t files_ok = 0;
   uint32_t files_failed = 0;
+  uint32_t dirs_ok = 0;  ///< directory entries among files_ok (for "N file(s)" without them)
   std::vector<std::string> errors;  ///< one line per failed file (at most kMaxErrorLines)
   uint64_t errors_dropped = 0;      ///< failures beyond kMaxErrorLines, counted only
 

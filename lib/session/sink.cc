@@ -63,6 +63,7 @@ class Sink {
                           [&](wire::ChunkDone& x) { return unexpected(x); },
                           [&](wire::FileResult& x) { return unexpected(x); },
                           [&](wire::Done& x) { return unexpected(x); },
+                          [&](wire::ModuleList& x) { return unexpected(x); },
                       },
                       m);
   }
@@ -84,6 +85,8 @@ class Sink {
     if (res == 0 && !f.failed) fail_file(f, "write '" + f.shown + "': no progress");
     if (--p.writes_out == 0) {
       if (!f.failed) f.written += p.c.length;
+      progress_bytes_ += p.c.length;
+      if (opt_.on_progress) opt_.on_progress(progress_bytes_, stats_.files_ok + stats_.files_failed, f.shown);
       finish_chunk(w.cookie);
       return check_file(f.id);
     }
@@ -362,12 +365,14 @@ class Sink {
       r.err = EIO;
       r.message = f.error;
       ++stats_.files_failed;
+      // Not logged here: the stats carry it to rcp and rcpd, which print each once.
       stats_.note_error(fmt::format("{}: {}", f.shown, f.error));
-      log_error("{}: {}", f.shown, f.error);
     } else {
       ++stats_.files_ok;
+      if (f.is_dir) ++stats_.dirs_ok;
       stats_.bytes += f.size;
     }
+    if (opt_.on_progress) opt_.on_progress(progress_bytes_, stats_.files_ok + stats_.files_failed, {});
     files_.erase(id);
     return ch_.send(r);
   }
@@ -393,6 +398,7 @@ class Sink {
   int64_t read_seq_ = 0;
   bool finish_seen_ = false;
   bool done_sent_ = false;
+  uint64_t progress_bytes_ = 0;
   TransferStats stats_;
 };
 }  // namespace

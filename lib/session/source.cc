@@ -62,6 +62,7 @@ class Source {
                           [&](wire::FileEnd& x) { return unexpected(x); },
                           [&](wire::Finish& x) { return unexpected(x); },
                           [&](wire::FileSkipped& x) { return unexpected(x); },
+                          [&](wire::ModuleList& x) { return unexpected(x); },
                       },
                       m);
   }
@@ -145,6 +146,7 @@ class Source {
     uint32_t reads_out = 0;
     bool end_sent = false;
     FileLedger ledger;
+    bool is_dir = false;
   };
   struct Slot {
     uint32_t file_id = 0;
@@ -154,9 +156,19 @@ class Source {
   };
 
   Status on_chunk_done(const wire::ChunkDone& d) {
-    for (uint32_t s : d.slots)
+    for (uint32_t s : d.slots) {
       if (!free_.give(s)) return proto_error(t_, fmt::format("returned slot {} that was not lent", s));
+      progress_bytes_ += slots_[s].length;
+    }
+    report_progress(slots_.empty() || d.slots.empty() ? 0 : slots_[d.slots.back()].file_id);
     return {};
+  }
+
+  void report_progress(uint32_t file_id) {
+    if (!opt_.on_progress) return;
+    auto it = files_.find(file_id);
+    opt_.on_progress(progress_bytes_, stats_.files_ok + stats_.files_failed,
+                     it == files_.end() ? std::string_view{} : std::string_view{it->second.shown});
   }
 
   Status on_file_result(const wire::FileResult& r) {
@@ -164,12 +176,14 @@ class Source {
     if (it == files_.end() || !it->second.end_sent) return proto_error(t_, "result for a file not sent");
     if (r.err == 0) {
       ++stats_.files_ok;
+      if (it->second.is_dir) ++stats_.dirs_ok;
       stats_.bytes += it->second.size;
     } else {
       ++stats_.files_failed;
       stats_.note_error(fmt::format("{}: {}", it->second.shown, r.message));
     }
     files_.erase(it);
+    report_progress(0);
     return {};
   }
 
@@ -209,7 +223,7 @@ class Source {
     }
     const uint32_t id = next_id_++;
     File f{id, std::move(sf->fd), sf->size, sf->shown, chunk_count(sf->size, opt_.chunk_size), 0, 0, false,
-           FileLedger(opt_.checksum, sf->size)};
+           FileLedger(opt_.checksum, sf->size), sf->is_dir};
     // A directory entry is a FILE_BEGIN with S_IFDIR in its mode and no data.
     const uint32_t mode = sf->is_dir ? (S_IFDIR | (sf->mode & 0777)) : (sf->mode & 0777);
     wire::FileBegin fb{id, sf->size, mode, sf->name};
@@ -252,6 +266,7 @@ class Source {
   int64_t chunk_seq_ = 0;
   bool finish_sent_ = false;
   bool done_ = false;
+  uint64_t progress_bytes_ = 0;
   TransferStats stats_;
 };
 }  // namespace

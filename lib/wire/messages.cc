@@ -127,6 +127,18 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                    w.u32(static_cast<uint32_t>(f.err));
                    w.str(f.message.substr(0, kMaxText));
                  },
+                 [&](const ModuleList& l) {
+                   if (l.modules.size() > kMaxModules) st = proto("too many modules in MODULE_LIST");
+                   w.u8(l.truncated);
+                   w.u16(static_cast<uint16_t>(std::min(l.modules.size(), kMaxModules)));
+                   for (size_t i = 0; i < l.modules.size() && i < kMaxModules; ++i) {
+                     const auto& e = l.modules[i];
+                     if (e.name.size() > kMaxModuleText || e.comment.size() > kMaxModuleText)
+                       st = proto("module name or comment longer than " + std::to_string(kMaxModuleText));
+                     w.str(e.name.substr(0, kMaxModuleText));
+                     w.str(e.comment.substr(0, kMaxModuleText));
+                   }
+                 },
              },
              m);
   if (!st.ok()) {
@@ -167,7 +179,7 @@ Status read_body(Reader& r, Open& o) {
   o.checksum = static_cast<Checksum>(r.u8());
   o.flags = r.u16();
   o.path = r.str(kMaxPath);
-  if (r.ok() && o.op != Op::put && o.op != Op::get) return proto("OPEN with unknown operation");
+  if (r.ok() && o.op != Op::put && o.op != Op::get && o.op != Op::list) return proto("OPEN with unknown operation");
   if (r.ok() && static_cast<uint8_t>(o.checksum) > 2) return proto("OPEN with unknown checksum");
   return {};
 }
@@ -238,6 +250,19 @@ Status read_body(Reader& r, ErrorMsg& e) {
 Status read_body(Reader& r, FileSkipped& f) {
   f.err = static_cast<int32_t>(r.u32());
   f.message = r.str(kMaxText);
+  return {};
+}
+
+Status read_body(Reader& r, ModuleList& l) {
+  l.truncated = r.u8();
+  const uint16_t n = r.u16();
+  if (r.ok() && n > kMaxModules) return proto(fmt::format("MODULE_LIST with {} modules (limit {})", n, kMaxModules));
+  for (uint16_t i = 0; i < n && r.ok(); ++i) {
+    ModuleList::Entry e;
+    e.name = r.str(kMaxModuleText);
+    e.comment = r.str(kMaxModuleText);
+    l.modules.push_back(std::move(e));
+  }
   return {};
 }
 

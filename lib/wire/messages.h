@@ -55,9 +55,11 @@ enum class MsgType : uint16_t {
   done = 9,
   error = 10,
   file_skipped = 11,
+  module_list = 12,
 };
 
-enum class Op : uint8_t { put = 1, get = 2 };
+/// list: OPEN's path is empty; the daemon answers with MODULE_LIST (no OPEN_OK).
+enum class Op : uint8_t { put = 1, get = 2, list = 3 };
 
 /// Checksum algorithms; the numeric values are also bits in Hello::checksums.
 enum class Checksum : uint8_t { none = 0, xxh128 = 1, sha256 = 2 };
@@ -154,6 +156,22 @@ struct FileSkipped {
   std::string message;
 };
 
+/// Daemon → client, the answer to an OPEN with Op::list: the modules this
+/// client may see, in the daemon's order. Bounded so it fits one message:
+/// at most kMaxModules entries, names and comments at most kMaxModuleText
+/// bytes each, and the whole message within kMaxMessage; `truncated` says
+/// the daemon had more than fit.
+struct ModuleList {
+  struct Entry {
+    std::string name;
+    std::string comment;
+  };
+  std::vector<Entry> modules;
+  uint8_t truncated = 0;
+};
+constexpr size_t kMaxModules = 64;
+constexpr size_t kMaxModuleText = 255;
+
 /// Every control message. The order is the wire: alternative i travels as
 /// MsgType i + 1 (checked below), and decode() picks the alternative by that
 /// index, so there is no switch to forget a case in.
@@ -171,7 +189,7 @@ struct FileSkipped {
 ///  7. a sample in tests/unit/wire_test.cc samples(), which round-trips and
 ///     truncates every message.
 using Message = std::variant<Open, OpenOk, FileBegin, ChunkReady, ChunkDone, FileEnd, FileResult,
-                             Finish, Done, ErrorMsg, FileSkipped>;
+                             Finish, Done, ErrorMsg, FileSkipped, ModuleList>;
 
 /// The wire type and the name (for logs and errors) of each message. No
 /// primary definition: a message without an entry does not compile.
@@ -194,6 +212,8 @@ RCP_WIRE_MSG(Finish, finish, "FINISH");
 RCP_WIRE_MSG(Done, done, "DONE");
 RCP_WIRE_MSG(ErrorMsg, error, "ERROR");
 RCP_WIRE_MSG(FileSkipped, file_skipped, "FILE_SKIPPED");
+
+RCP_WIRE_MSG(ModuleList, module_list, "MODULE_LIST");
 #undef RCP_WIRE_MSG
 
 /// Messages in the protocol: MsgType values 1 .. kMessageTypes.

@@ -47,6 +47,12 @@ bool eq(const Finish&, const Finish&) { return true; }
 bool eq(const Done& a, const Done& b) { return a.files_ok == b.files_ok && a.files_failed == b.files_failed; }
 bool eq(const ErrorMsg& a, const ErrorMsg& b) { return a.err == b.err && a.message == b.message; }
 bool eq(const FileSkipped& a, const FileSkipped& b) { return a.err == b.err && a.message == b.message; }
+bool eq(const ModuleList& a, const ModuleList& b) {
+  if (a.truncated != b.truncated || a.modules.size() != b.modules.size()) return false;
+  for (size_t i = 0; i < a.modules.size(); ++i)
+    if (a.modules[i].name != b.modules[i].name || a.modules[i].comment != b.modules[i].comment) return false;
+  return true;
+}
 
 bool same(const Message& a, const Message& b) {
   if (a.index() != b.index()) return false;
@@ -98,6 +104,9 @@ std::vector<Message> samples() {
   v.push_back(FileSkipped{EACCES, "'data/tree/secret': Permission denied"});
   v.push_back(FileSkipped{0, "skipping 'data/tree/fifo': not a regular file or directory"});
   v.push_back(FileSkipped{std::numeric_limits<int32_t>::min(), std::string(kMaxText, 's')});
+  v.push_back(ModuleList{});
+  v.push_back(ModuleList{{{"data", ""}, {"logs", "nightly logs\twith a tab"}, {kUtf8, std::string(kMaxModuleText, 'c')}}, 1});
+  v.push_back(Open{Op::list, Checksum::xxh128, 0, ""});
   return v;
 }
 
@@ -381,7 +390,7 @@ TEST_CASE("bad magic, other version and unknown type are refused") {
     expect_proto_error(frame(static_cast<uint16_t>(MsgType::done), Bytes(8, 0), kVersion + 1));
   }
   SUBCASE("type") {
-    for (uint16_t t : {uint16_t{0}, uint16_t{kMessageTypes + 1}, uint16_t{0x100}, uint16_t{0xFFFF}}) {
+    for (uint16_t t : {uint16_t{0}, static_cast<uint16_t>(kMessageTypes + 1), uint16_t{0x100}, uint16_t{0xFFFF}}) {
       CAPTURE(t);
       expect_proto_error(frame(t, {}), "unknown message type");
       expect_proto_error(frame(t, Bytes(8, 0)), "unknown message type");
@@ -472,7 +481,8 @@ TEST_CASE("string and path fields are bounded") {
 TEST_CASE("OPEN with unknown operation or checksum is refused") {
   CHECK(decode(frame(1, open_payload(1, 0, "m"))).ok());
   CHECK(decode(frame(1, open_payload(2, 2, "m"))).ok());
-  for (uint8_t op : {uint8_t{0}, uint8_t{3}, uint8_t{255}}) {
+  CHECK(decode(frame(1, open_payload(3, 1, ""))).ok());  // list
+  for (uint8_t op : {uint8_t{0}, uint8_t{4}, uint8_t{255}}) {
     CAPTURE(op);
     expect_proto_error(frame(1, open_payload(op, 1, "m")), "operation");
   }
@@ -480,6 +490,21 @@ TEST_CASE("OPEN with unknown operation or checksum is refused") {
     CAPTURE(c);
     expect_proto_error(frame(1, open_payload(1, c, "m")), "checksum");
   }
+}
+
+TEST_CASE("MODULE_LIST is bounded: count, name length, whole size") {
+  ModuleList l;
+  for (size_t i = 0; i <= kMaxModules; ++i) l.modules.push_back({"m" + std::to_string(i), ""});
+  Bytes out;
+  CHECK_FALSE(encode(l, out).ok());  // one too many
+  l.modules.pop_back();
+  CHECK(encode(l, out).ok());
+  ModuleList big{{{std::string(kMaxModuleText + 1, 'n'), ""}}, 0};
+  Bytes o2;
+  CHECK_FALSE(encode(big, o2).ok());
+  // a count above the limit on the wire is refused before anything is read
+  Bytes payload{0, 0xFF, 0xFF};
+  expect_proto_error(frame(static_cast<uint16_t>(MsgType::module_list), payload), "MODULE_LIST");
 }
 
 TEST_CASE("CHUNK_DONE slot count is bounded") {

@@ -30,7 +30,7 @@ for b in "$@"; do
   # --transport auto picks RDMA when both ends can
   echo "rdma_tier: === auto picks rdma ($b) ==="
   w=/tmp/rcp-auto-$$; mkdir -p "$w/exp"; head -c 300000 /dev/urandom > "$w/f"
-  "$b/rcpd/rcpd" --listen "$addr:7491" --tcp-port 7492 --export d="$w/exp" > "$w/d.log" 2>&1 &
+  "$b/rcpd/rcpd" --listen "$addr:7492" --export d="$w/exp" > "$w/d.log" 2>&1 &
   dp=$!
   for _ in $(seq 100); do grep -q ready "$w/d.log" && break; sleep 0.05; done
   "$b/rcp/rcp" -v -P 7491 --tcp-port 7492 "$w/f" "$addr:d/f" 2> "$w/err"

@@ -67,7 +67,8 @@ Result<sockaddr_storage> resolve(const std::string& host, uint16_t port, bool pa
   addrinfo* res = nullptr;
   std::string ps = std::to_string(port);
   int gai = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), ps.c_str(), &hints, &res);
-  if (gai != 0) return make_error(EHOSTUNREACH, fmt::format("resolve '{}': {}", host, gai_strerror(gai)));
+  // Code 0: the resolver's own words are the reason; an errno would add a wrong one.
+  if (gai != 0) return make_error(0, fmt::format("cannot resolve host '{}': {}", host, gai_strerror(gai)));
   sockaddr_storage ss{};
   std::memcpy(&ss, res->ai_addr, res->ai_addrlen);
   freeaddrinfo(res);

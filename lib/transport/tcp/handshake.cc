@@ -114,7 +114,8 @@ Result<Fd> dial(const std::string& host, uint16_t port, std::string& peer) {
   addrinfo* res = nullptr;
   std::string ps = std::to_string(port);
   int gai = ::getaddrinfo(host.c_str(), ps.c_str(), &hints, &res);
-  if (gai != 0) return make_error(EHOSTUNREACH, fmt::format("resolve '{}': {}", host, gai_strerror(gai)));
+  // Code 0: the resolver's own words are the reason; an errno would add a wrong one.
+  if (gai != 0) return make_error(0, fmt::format("cannot resolve host '{}': {}", host, gai_strerror(gai)));
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
   Error last = make_error(EHOSTUNREACH, "connect to " + host);
   for (addrinfo* ai = res; ai; ai = ai->ai_next) {

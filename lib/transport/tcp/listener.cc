@@ -68,6 +68,26 @@ Result<std::unique_ptr<Incoming>> TcpListener::accept() {
 namespace rcp {
 
 Result<std::unique_ptr<Listener>> tcp_listener(const std::string& host, uint16_t port, const TcpOptions& opt) {
+  // No host: one IPv6 socket with IPV6_V6ONLY off takes IPv4 and IPv6 clients
+  // alike (AF_UNSPEC would pick 0.0.0.0 first and serve IPv4 only); a kernel
+  // without IPv6 gets the IPv4 wildcard instead.
+  if (host.empty()) {
+    Fd s6(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (s6.valid()) {
+      int zero = 0, one = 1;
+      ::setsockopt(s6.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+      ::setsockopt(s6.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      sockaddr_in6 any{};
+      any.sin6_family = AF_INET6;
+      any.sin6_addr = in6addr_any;
+      any.sin6_port = htons(port);
+      if (::bind(s6.get(), reinterpret_cast<sockaddr*>(&any), sizeof any) != 0)
+        return sys_error(fmt::format("bind tcp *:{} (IPv4 and IPv6)", port));
+      if (::listen(s6.get(), 64) != 0) return sys_error("listen");
+      return std::unique_ptr<Listener>(
+          std::make_unique<tcp::TcpListener>(std::move(s6), fmt::format("tcp *:{} (IPv4 and IPv6)", port), opt));
+    }
+  }
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_family = AF_UNSPEC;
