@@ -14,8 +14,12 @@
 #include <fmt/core.h>
 #include <optional>
 
+#include <pwd.h>
+
+#include "cli/exit_codes.h"
 #include "fs/path.h"
 #include "hash/digest.h"
+#include "session/authenticate.h"
 #include "session/config.h"
 #include "session/session.h"
 #include "transport/connect.h"
@@ -37,11 +41,27 @@ void on_signal(int) { g_cancel = true; }
 
 struct Remote {
   std::string host, module_path;
+  std::string user;  ///< from USER@HOST, "" when not given
 };
 
 /// "HOST:MODULE/PATH" (HOST may be [v6]); a ':' after a '/' is part of a
 /// local path, as with scp.
+std::optional<Remote> parse_remote_host(const std::string& s);
+/// USER@ before the host names the user to authenticate as (split at the
+/// last '@' before the ':'; lib/cli/address.h parse_address does the same).
 std::optional<Remote> parse_remote(const std::string& s) {
+  const size_t colon = s.find(':'), slash = s.find('/');
+  const size_t at = s.rfind('@', colon == std::string::npos ? std::string::npos : colon);
+  if (at != std::string::npos && at > 0 && colon != std::string::npos && at < colon &&
+      (slash == std::string::npos || at < slash)) {
+    auto r = parse_remote_host(s.substr(at + 1));
+    if (r) r->user = s.substr(0, at);
+    return r;
+  }
+  return parse_remote_host(s);
+}
+
+std::optional<Remote> parse_remote_host(const std::string& s) {
   size_t colon;
   if (!s.empty() && s[0] == '[') {
     size_t rb = s.find(']');
@@ -70,7 +90,32 @@ struct Options {
   bool no_zerocopy = false;
   bool recursive = false;
   unsigned hash_threads = 1;
+  std::string password_file;
 };
+
+/// Authenticates when the user gave a secret (--password-file or
+/// RCP_PASSWORD), for the module of `r`, and seals the channel; without a
+/// secret nothing is sent (the daemon refuses an OPEN for a module that
+/// needs authentication). Returns the chunk key for SessionOptions.
+Result<std::optional<std::array<uint8_t, 32>>> maybe_authenticate(Channel& ch, const Remote& r, const std::string& secret) {
+  if (secret.empty()) return std::optional<std::array<uint8_t, 32>>{};
+  std::string user = r.user;
+  if (user.empty()) {
+    if (const char* u = std::getenv("USER")) user = u;
+    else if (passwd* pw = getpwuid(getuid())) user = pw->pw_name;
+  }
+  const std::string module = split_module(r.module_path).first;
+  RCP_ASSIGN(auth::SessionKeys keys, client_authenticate(ch, user, module, {reinterpret_cast<const uint8_t*>(secret.data()), secret.size()},
+                                                         30000, &g_cancel));
+  return std::optional<std::array<uint8_t, 32>>{keys.data};
+}
+
+/// The exit code of a session the daemon refused or that failed before the
+/// transfer (lib/cli/exit_codes.h): authentication 40, access refused 3, ...
+int open_failure_code(const Error& e) { return cli::exit_code_for(e, cli::Phase::session); }
+bool is_refusal(const Error& e) {
+  return e.code == EKEYREJECTED || e.code == EACCES || e.code == EBADMSG || e.code == ENOKEY;
+}
 
 /// Expands the push sources into openers: files as they are, directories
 /// (with -r) as a directory entry plus everything below it, named
@@ -112,6 +157,11 @@ int run(const Options& o) {
     return kExitUsage;
   }
   const Settings set = settings(o, *algo);
+  auto secret = client_secret(o.password_file);
+  if (!secret.ok()) {
+    log_error("{}", secret.error().message());
+    return cli::exit_code::kAuth;
+  }
   ConnectOptions co;
   if (!parse_transport(o.transport, co.kind)) {
     log_error("unknown transport '{}' (auto, rdma, tcp)", o.transport);
@@ -173,7 +223,13 @@ int run(const Options& o) {
       return kExitConnect;
     }
     Channel ch(*t.value());
-    const SessionOptions so = session_options(set, Role::source, t.value()->negotiated());
+    SessionOptions so = session_options(set, Role::source, t.value()->negotiated());
+    auto key = maybe_authenticate(ch, *rdst, secret.value());
+    if (!key.ok()) {
+      log_error("{}: {}", dst, key.error().message());
+      return open_failure_code(key.error());
+    }
+    so.chunk_key = key.value();
     if (auto s = ch.send(wire::Open{wire::Op::put, *algo, flags, rdst->module_path}); !s.ok()) {
       log_error("{}", s.error().message());
       return kExitConnect;
@@ -181,7 +237,7 @@ int run(const Options& o) {
     auto ok = ch.receive(so.idle_timeout_ms, &g_cancel);
     if (!ok.ok()) {
       log_error("{}: {}", dst, ok.error().message());
-      return kExitConnect;
+      return is_refusal(ok.error()) ? open_failure_code(ok.error()) : kExitConnect;
     }
     auto st = run_source(ch, std::move(files.value()), so);
     if (!st.ok()) {
@@ -208,13 +264,23 @@ int run(const Options& o) {
         return kExitConnect;
       }
       Channel ch(*t.value());
-      const SessionOptions so = session_options(set, Role::sink, t.value()->negotiated());
+      SessionOptions so = session_options(set, Role::sink, t.value()->negotiated());
+      auto key = maybe_authenticate(ch, *r, secret.value());
+      if (!key.ok()) {
+        log_error("{}:{}: {}", host, r->module_path, key.error().message());
+        return open_failure_code(key.error());
+      }
+      so.chunk_key = key.value();
       const uint16_t flags = (o.fsync ? wire::kOpenFsync : 0) | (o.recursive ? wire::kOpenRecursive : 0);
       if (auto s = ch.send(wire::Open{wire::Op::get, *algo, flags, r->module_path}); !s.ok()) {
         log_error("{}", s.error().message());
         return kExitConnect;
       }
       auto ok = ch.receive(so.idle_timeout_ms, &g_cancel);
+      if (!ok.ok() && is_refusal(ok.error())) {
+        log_error("{}:{}: {}", host, r->module_path, ok.error().message());
+        return open_failure_code(ok.error());
+      }
       if (!ok.ok()) {
         ++total.files_failed;
         total.errors.push_back(fmt::format("{}:{}: {}", host, r->module_path, ok.error().message()));
@@ -271,6 +337,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 64));
   app.add_flag("-r,--recursive", o.recursive, "copy directories and everything below them");
   app.add_flag("--fsync", o.fsync, "fsync each file before renaming it into place");
+  app.add_option("--password-file", o.password_file,
+                 "authenticate as USER (from USER@HOST:...) with the secret on the first line of FILE "
+                 "(else $RCP_PASSWORD); the daemon must prove it knows it too");
   app.set_version_flag("--version", std::string("rcp ") + RCP_VERSION);
   try {
     app.parse(argc, argv);

@@ -3,7 +3,9 @@
 /// session/config.h — nowhere else), and TransferStats, what it reports.
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <optional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,6 +27,11 @@ struct SessionOptions {
   unsigned hash_threads = 1;
   int idle_timeout_ms = 30000;
   const std::atomic<bool>* cancel = nullptr;  ///< set by a signal handler to abort
+  /// Authenticated session: every chunk digest is HMAC-SHA256 under this key
+  /// over (file id, offset, length, bytes) (auth/chunk_mac.h), whatever
+  /// `checksum` says, so a byte changed on the wire cannot be hidden by
+  /// recomputing an unkeyed digest. The file digest folds these MACs.
+  std::optional<std::array<uint8_t, 32>> chunk_key;
 };
 
 struct TransferStats {
