@@ -15,7 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <fmt/core.h>
-#include <fstream>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -89,6 +89,16 @@ Status drop_privileges(const daemon::DaemonConfig& c) {
     gid = gr->gr_gid;
   }
   const uid_t uid = pw->pw_uid;
+  // Registered buffers are locked memory: an unprivileged user's default
+  // RLIMIT_MEMLOCK (8 MiB) would fail the first session. Raise it while still
+  // root; the limit stays after setuid (as LimitMEMLOCK=infinity does).
+  rlimit ml{RLIM_INFINITY, RLIM_INFINITY};
+  if (setrlimit(RLIMIT_MEMLOCK, &ml) != 0 && getrlimit(RLIMIT_MEMLOCK, &ml) == 0) {
+    log_error("cannot raise RLIMIT_MEMLOCK before dropping to {} ({}); it stays {} KiB", c.user, std::strerror(errno),
+              ml.rlim_max / 1024);
+    ml.rlim_cur = ml.rlim_max;
+    (void)setrlimit(RLIMIT_MEMLOCK, &ml);
+  }
   if (setgroups(1, &gid) != 0) return sys_error("setgroups");
   if (setgid(gid) != 0) return sys_error("setgid");
   if (setuid(uid) != 0) return sys_error("setuid " + c.user);
