@@ -209,7 +209,7 @@ check "SIGTERM stops the daemon cleanly (exit $drc)" test "$drc" = 0
 start_daemon "$work/rcpd.conf" RCP_TEST_FAULT=tamper-control=1
 mkdir -p "$work/out/pulled"
 RCP_PASSWORD=$secret rcp "alice@$addr:vault/v.txt" "$work/out/pulled/"; rc=$?
-check "client refuses a FILE_BEGIN altered in flight, exit 12, nothing written (exit $rc)" \
+check "client refuses a FILE_BEGIN altered in flight, nothing written (exit $rc)" \
   bash -c "[ $rc != 0 ] && grep -q 'failed its MAC check' '$work/err' && [ -z \"\$(ls -A '$work/out/pulled')\" ]"
 stop_daemon
 
