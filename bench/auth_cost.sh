@@ -42,11 +42,17 @@ run() {  # MODULE USERPREFIX -> seconds of one push
   echo "$t1 - $t0" | bc -l
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-open_t=$(for _ in $(seq "$repeats"); do run open ""; done | median)
-auth_t=$(for _ in $(seq "$repeats"); do run auth "bench@" "$secret"; done | median)
+# Interleaved, so load from other processes on a shared machine hits both alike.
+: > "$w/open.t"; : > "$w/auth.t"
+for _ in $(seq "$repeats"); do
+  run open "" >> "$w/open.t"
+  run auth "bench@" "$secret" >> "$w/auth.t"
+done
+open_t=$(median < "$w/open.t") auth_t=$(median < "$w/auth.t")
 mbs() { echo "$mib * 1048576 / $1 / 1000000" | bc -l; }
 printf '| %d MiB push, TCP loopback, median of %d | seconds | MB/s |\n|---|---|---|\n' "$mib" "$repeats"
 printf '| no auth (xxh128 chunk digests) | %.3f | %.0f |\n' "$open_t" "$(mbs "$open_t")"
 printf '| auth_users (HMAC-SHA256 chunk MACs + control MACs) | %.3f | %.0f |\n' "$auth_t" "$(mbs "$auth_t")"
-printf '\ncost: %+.0f%% time (%s, %s cores, %s)\n' "$(echo "($auth_t / $open_t - 1) * 100" | bc -l)" \
-  "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" "$(nproc)" "$(git -C "$(dirname "$0")" rev-parse --short HEAD)"
+printf '\nruns (s): no auth %s; auth %s\n' "$(tr '\n' ' ' < "$w/open.t")" "$(tr '\n' ' ' < "$w/auth.t")"
+printf 'cost: %+.0f%% time (%s, %s cores, load %s, %s)\n' "$(echo "($auth_t / $open_t - 1) * 100" | bc -l)" \
+  "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" "$(nproc)" "$(cut -d' ' -f1 /proc/loadavg)" "$(git -C "$(dirname "$0")" rev-parse --short HEAD)"
