@@ -122,15 +122,18 @@ Result<std::vector<SourceOpener>> get_sources(int root, const std::string& rel, 
 void serve(Daemon& d, Transport& t) {
   Channel ch(t);
   const std::shared_ptr<const daemon::Exports> ex = d.current();
-  auto refuse = [&](const Error& e) {
-    log_error("{}: {}", t.peer(), e.message());
-    (void)ch.send(wire::ErrorMsg{e.code, e.context});
-    // Give the message a moment to leave before the connection closes.
+  // Give a last message a moment to leave before the connection closes.
+  auto drain = [&] {
     std::vector<TransportEvent> ev;
     for (int i = 0; i < 100 && t.send_pending(); ++i) {
       (void)t.poll(ev);
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
+  };
+  auto refuse = [&](const Error& e) {
+    log_error("{}: {}", t.peer(), e.message());
+    (void)ch.send(wire::ErrorMsg{e.code, e.context});
+    drain();
   };
   auto adm = daemon::admit(ch, *ex, t.peer(), static_cast<int>(ex->config.hello_timeout * 1000), &g_stop);
   if (!adm.ok()) {
@@ -174,6 +177,7 @@ void serve(Daemon& d, Transport& t) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) {
     log_error("{} {} {}: {}", t.peer(), open->op == wire::Op::put ? "put" : "get", shown, st.error().message());
+    drain();  // the ERROR the engine sent (a MAC failure, say) should reach the client
     return;
   }
   for (auto& e : st->errors) log_error("{}: {}", t.peer(), e);
