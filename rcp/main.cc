@@ -19,6 +19,8 @@
 #include <fmt/core.h>
 #include <optional>
 
+#include <pwd.h>
+
 #include "cli/address.h"
 #include "cli/client_config.h"
 #include "cli/exit_codes.h"
@@ -26,6 +28,7 @@
 #include "cli/progress.h"
 #include "fs/path.h"
 #include "hash/digest.h"
+#include "session/authenticate.h"
 #include "session/config.h"
 #include "session/session.h"
 #include "transport/connect.h"
@@ -56,6 +59,7 @@ struct Options {
   bool no_zerocopy = false;
   bool recursive = false;
   unsigned hash_threads = 1;
+  std::string password_file;
 };
 
 /// The one progress line; every message goes through say() so it erases the
@@ -184,6 +188,21 @@ struct Run {
   std::string carried_by;
   /// The progress hook each session's options get (unset: no progress line).
   std::function<void(uint64_t, uint32_t, std::string_view)> on_progress;
+  std::string secret;        ///< --password-file, the host's password_file or $RCP_PASSWORD; "" = none
+  std::string default_user;  ///< when the address names none: the config's, else the login name
+
+  /// With a secret: proves it as USER (USER@HOST, else default_user) for the
+  /// address's module and checks the daemon's proof (session/authenticate.h);
+  /// the session's chunk digests are then keyed. Without one: nothing (a
+  /// daemon whose module wants authentication refuses the OPEN).
+  Result<std::optional<std::array<uint8_t, 32>>> authenticate(Channel& ch, const cli::Address& a) {
+    if (secret.empty()) return std::optional<std::array<uint8_t, 32>>{};
+    const std::string& user = a.user.empty() ? default_user : a.user;
+    RCP_ASSIGN(auth::SessionKeys keys,
+               client_authenticate(ch, user, a.module,
+                                   {reinterpret_cast<const uint8_t*>(secret.data()), secret.size()}, 30000, &g_cancel));
+    return std::optional<std::array<uint8_t, 32>>{keys.data};
+  }
 
   Result<std::unique_ptr<Transport>> open_session() {
     std::string note;
@@ -305,6 +324,20 @@ int run(const Options& o, const CLI::App& app) {
   if (app.count("--tcp-port") == 0 && d.tcp_port) eff.tcp_port = *d.tcp_port;
   if (app.count("--streams") == 0 && d.streams) eff.streams = *d.streams;
   Run r{eff, *algo, settings(eff, *algo), {}, {}, cli::to_string(remote)};
+  if (app.count("--password-file") == 0 && d.password_file) eff.password_file = *d.password_file;
+  auto secret = client_secret(eff.password_file);
+  if (!secret.ok()) {
+    say("{}", secret.error().message());
+    return ec::kAuth;
+  }
+  r.secret = std::move(secret.value());
+  if (d.user) {
+    r.default_user = *d.user;
+  } else if (const char* u = std::getenv("USER")) {
+    r.default_user = u;
+  } else if (passwd* pw = ::getpwuid(::getuid())) {
+    r.default_user = pw->pw_name;
+  }
   if (!parse_transport(eff.transport, r.co.kind)) {
     say("unknown transport '{}' (auto, rdma, tcp)", eff.transport);
     return ec::kUsage;
@@ -379,6 +412,9 @@ int run(const Options& o, const CLI::App& app) {
     Channel ch(*t.value());
     SessionOptions so = session_options(r.set, Role::source, t.value()->negotiated());
     so.on_progress = r.on_progress;
+    auto key = r.authenticate(ch, dst);
+    if (!key.ok()) return fail(key.error(), cli::Phase::session, cli::to_string(dst));
+    so.chunk_key = key.value();
     auto ok = r.open(ch, wire::Op::put, flags, dst.module_path(), so.idle_timeout_ms);
     if (!ok.ok()) return fail(ok.error(), cli::Phase::session, cli::to_string(dst), open_code(ok.error()));
     auto st = run_source(ch, std::move(files), so);
@@ -397,6 +433,9 @@ int run(const Options& o, const CLI::App& app) {
       // and with -r the names below it (the daemon cleans the path the same way).
       auto rest = clean_relative(split_module(a.module_path()).second);
       dest->expect = ExpectedNames{rest.ok() && !rest->empty() ? base_name(rest.value()) : "", o.recursive};
+      auto key = r.authenticate(ch, a);
+      if (!key.ok()) return fail(key.error(), cli::Phase::session, cli::to_string(a));
+      so.chunk_key = key.value();
       auto ok = r.open(ch, wire::Op::get, flags, a.module_path(), so.idle_timeout_ms);
       if (!ok.ok()) {
         // One source the daemon refused: the others still go (as scp does).
@@ -505,6 +544,9 @@ int main(int argc, char** argv) {
       ->check(range(0, 64));
   app.add_flag("-r,--recursive", o.recursive, "copy directories and everything below them");
   app.add_flag("--fsync", o.fsync, "fsync each file before renaming it into place");
+  app.add_option("--password-file", o.password_file,
+                 "authenticate as USER (from USER@HOST:...) with the secret on the first line of FILE "
+                 "(else $RCP_PASSWORD); the daemon must prove it knows it too");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

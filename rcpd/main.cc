@@ -9,14 +9,25 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <grp.h>
+#include <pwd.h>
+
 #include <atomic>
 #include <chrono>
 #include <fmt/core.h>
+#include <cstring>
 #include <map>
+<<<<<<< HEAD
 #include <optional>
 #include <thread>
 
 #include "daemon/glob.h"
+=======
+#include <mutex>
+#include <thread>
+
+#include "daemon/exports.h"
+>>>>>>> secwire
 #include "daemon/listeners.h"
 #include "daemon/server.h"
 #include "fs/path.h"
@@ -32,19 +43,87 @@ namespace {
 using namespace rcp;
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_reload{false};
 void on_signal(int) { g_stop = true; }
+<<<<<<< HEAD
 
 struct Export {
   std::string dir;
   Fd root;
   std::string comment;  ///< shown by `rcp HOST:`; empty for --export
 };
+=======
+void on_hup(int) { g_reload = true; }
+>>>>>>> secwire
 
 struct Daemon {
-  std::map<std::string, Export> exports;
+  /// What is served now; SIGHUP swaps in a new one, sessions keep theirs.
+  std::mutex mu;
+  std::shared_ptr<const daemon::Exports> exports;
+  std::string config_file;  ///< "" when the modules came from --export
   Settings settings;  ///< every session's, but for the checksum and fsync its OPEN asks for
   uint32_t max_connections = 64;
+  std::shared_ptr<const daemon::Exports> current() {
+    std::lock_guard lk(mu);
+    return exports;
+  }
 };
+
+/// Re-reads the configuration file (SIGHUP). An invalid file is reported and
+/// the configuration in use kept; running sessions keep what they started with.
+void reload(Daemon& d) {
+  if (d.config_file.empty()) {
+    log_error("SIGHUP: no configuration file to re-read (modules come from --export)");
+    return;
+  }
+  auto cfg = daemon::load_config(d.config_file);
+  if (!cfg.ok()) {
+    log_error("SIGHUP: {}; keeping the configuration in use", cfg.error().message());
+    return;
+  }
+  auto ex = daemon::open_exports(std::move(cfg.value()));
+  if (!ex.ok()) {
+    log_error("SIGHUP: {}; keeping the configuration in use", ex.error().message());
+    return;
+  }
+  {
+    std::lock_guard lk(d.mu);
+    d.exports = std::move(ex.value());
+  }
+  std::fprintf(stderr, "rcpd: reloaded %s (%zu module(s))\n", d.config_file.c_str(), d.current()->modules.size());
+}
+
+/// Started as root with `user` set: drop to that user (and its group, or
+/// `group`) for good, after the listeners are bound and the exports opened.
+Status drop_privileges(const daemon::DaemonConfig& c) {
+  if (c.user.empty() || geteuid() != 0) return {};
+  errno = 0;
+  passwd* pw = getpwnam(c.user.c_str());
+  if (!pw) return make_error(errno ? errno : ENOENT, "user '" + c.user + "' (from [daemon] user) does not exist");
+  gid_t gid = pw->pw_gid;
+  if (!c.group.empty()) {
+    group* gr = getgrnam(c.group.c_str());
+    if (!gr) return make_error(ENOENT, "group '" + c.group + "' does not exist");
+    gid = gr->gr_gid;
+  }
+  const uid_t uid = pw->pw_uid;
+  // Registered buffers are locked memory: an unprivileged user's default
+  // RLIMIT_MEMLOCK (8 MiB) would fail the first session. Raise it while still
+  // root; the limit stays after setuid (as LimitMEMLOCK=infinity does).
+  rlimit ml{RLIM_INFINITY, RLIM_INFINITY};
+  if (setrlimit(RLIMIT_MEMLOCK, &ml) != 0 && getrlimit(RLIMIT_MEMLOCK, &ml) == 0) {
+    log_error("cannot raise RLIMIT_MEMLOCK before dropping to {} ({}); it stays {} KiB", c.user, std::strerror(errno),
+              ml.rlim_max / 1024);
+    ml.rlim_cur = ml.rlim_max;
+    (void)setrlimit(RLIMIT_MEMLOCK, &ml);
+  }
+  if (setgroups(1, &gid) != 0) return sys_error("setgroups");
+  if (setgid(gid) != 0) return sys_error("setgid");
+  if (setuid(uid) != 0) return sys_error("setuid " + c.user);
+  if (setuid(0) == 0) return make_error(EPERM, "could regain root after dropping to " + c.user);
+  log_info("running as user {} (uid {}, gid {})", c.user, uid, gid);
+  return {};
+}
 
 /// What a get sends: one file, or with kOpenRecursive a directory and
 /// everything below it — every path opened beneath the export, symlinks
@@ -110,80 +189,122 @@ void refuse_full(Transport& t, uint32_t max) {
 /// the client and logged; nothing escapes this function.
 void serve(Daemon& d, Transport& t) {
   Channel ch(t);
-  auto first = ch.receive(10000, &g_stop);
-  if (!first.ok()) {
-    log_error("{}: {}", t.peer(), first.error().message());
-    return;
-  }
-  auto* open = std::get_if<wire::Open>(&first.value());
-  auto refuse = [&](const Error& e) {
-    log_error("{}: {}", t.peer(), e.message());
-    (void)ch.send(wire::ErrorMsg{e.code, e.context});
-    // Give the message a moment to leave before the connection closes.
+  const std::shared_ptr<const daemon::Exports> ex = d.current();
+  // Give a last message a moment to leave before the connection closes.
+  auto drain = [&] {
     std::vector<TransportEvent> ev;
     for (int i = 0; i < 100 && t.send_pending(); ++i) {
       (void)t.poll(ev);
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   };
+<<<<<<< HEAD
   if (!open) return refuse(make_error(EPROTO, "expected OPEN as the first message"));
   if (open->op == wire::Op::list) {
     if (auto s = ch.send(module_list(d)); !s.ok()) return refuse(s.error());
     log_info("{}: listed modules", t.peer());
     return refuse_drain(t);
   }
+=======
+  auto refuse = [&](const Error& e) {
+    log_error("{}: {}", t.peer(), e.message());
+    (void)ch.send(wire::ErrorMsg{e.code, e.context});
+    drain();
+  };
+  auto adm = daemon::admit(ch, *ex, t.peer(), static_cast<int>(ex->config.hello_timeout * 1000), &g_stop);
+  if (!adm.ok()) {
+    if (adm.error().code == ETIMEDOUT || adm.error().code == EINTR) {
+      log_error("{}: {}", t.peer(), adm.error().message());
+      return;
+    }
+    return refuse(adm.error());
+  }
+  const wire::Open* open = &adm->open;
+>>>>>>> secwire
   if (!(supported_checksums() & (1u << static_cast<int>(open->checksum))))
     return refuse(make_error(ENOTSUP, "unsupported checksum"));
   auto [module, rest] = split_module(open->path);
-  auto ex = d.exports.find(module);
-  if (ex == d.exports.end()) return refuse(make_error(ENOENT, "unknown module '" + module + "'"));
+  const int root = adm->module->root.get();
   auto rel = clean_relative(rest);
   if (!rel.ok()) return refuse(rel.error());
   const std::string shown = module + (rel->empty() ? "" : "/" + rel.value());
   Settings set = d.settings;
   set.checksum = open->checksum;
   set.fsync = open->flags & wire::kOpenFsync;
+  std::optional<std::array<uint8_t, 32>> chunk_key;
+  if (adm->keys) chunk_key = adm->keys->data;
+  auto opts = [&](Role r) {
+    SessionOptions so = session_options(set, r, t.negotiated());
+    so.chunk_key = chunk_key;
+    return so;
+  };
   const auto t0 = std::chrono::steady_clock::now();
   Result<TransferStats> st = TransferStats{};
   if (open->op == wire::Op::put) {
-    auto dest = resolve_destination_beneath(ex->second.root.get(), rel.value(), open->flags & wire::kOpenMulti, shown);
+    auto dest = resolve_destination_beneath(root, rel.value(), open->flags & wire::kOpenMulti, shown);
     if (!dest.ok()) return refuse(dest.error());
     if (auto s = ch.send(wire::OpenOk{static_cast<uint8_t>(dest->is_dir)}); !s.ok()) return refuse(s.error());
-    st = run_sink(ch, dest.value(), session_options(set, Role::sink, t.negotiated()));
+    st = run_sink(ch, dest.value(), opts(Role::sink));
   } else {
-    auto files = get_sources(ex->second.root.get(), rel.value(), shown, open->flags & wire::kOpenRecursive);
+    auto files = get_sources(root, rel.value(), shown, open->flags & wire::kOpenRecursive);
     if (!files.ok()) return refuse(files.error());
     if (auto s = ch.send(wire::OpenOk{0}); !s.ok()) return refuse(s.error());
-    st = run_source(ch, std::move(files.value()), session_options(set, Role::source, t.negotiated()));
+    st = run_source(ch, std::move(files.value()), opts(Role::source));
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!st.ok()) {
     log_error("{} {} {}: {}", t.peer(), open->op == wire::Op::put ? "put" : "get", shown, st.error().message());
+    drain();  // the ERROR the engine sent (a MAC failure, say) should reach the client
     return;
   }
   for (auto& e : st->errors) log_error("{}: {}", t.peer(), e);
-  log_info("{} {} {} over {}: {} file(s) ok, {} failed, {} bytes in {:.3f} s", t.peer(),
-           open->op == wire::Op::put ? "put" : "get", shown, t.name(), st->files_ok, st->files_failed, st->bytes, secs);
+  log_info("{} {} {} over {}{}: {} file(s) ok, {} failed, {} bytes in {:.3f} s", t.peer(),
+           open->op == wire::Op::put ? "put" : "get", shown, t.name(), adm->keys ? " (authenticated)" : "", st->files_ok, st->files_failed, st->bytes, secs);
 }
 
 /// Opens the listeners the transport policy asks for and serves each
 /// connection on its own thread until SIGINT/SIGTERM (lib/daemon).
-int run(Daemon& d, const std::string& listen, uint16_t rdma_port, uint16_t tcp_port, TransportKind kind) {
-  ListenerConfig lc;
-  lc.host = listen == "*" ? "" : listen;
-  lc.rdma_port = rdma_port;
-  lc.tcp_port = tcp_port;
-  lc.kind = kind;
-  lc.max_chunk = d.settings.chunk_size;
-  auto listeners = open_listeners(lc);
-  if (!listeners.ok()) return 1;  // logged by open_listeners
+int run(Daemon& d, const std::vector<std::string>& listen, uint16_t rdma_port, uint16_t tcp_port, TransportKind kind) {
+  std::vector<std::unique_ptr<Listener>> all;
+  for (const std::string& host : listen) {
+    ListenerConfig lc;
+    lc.host = host == "*" ? "" : host;
+    lc.rdma_port = rdma_port;
+    lc.tcp_port = tcp_port;
+    lc.kind = kind;
+    lc.max_chunk = d.settings.chunk_size;
+    auto listeners = open_listeners(lc);
+    if (!listeners.ok()) return 1;  // logged by open_listeners
+    for (auto& l : listeners.value()) all.push_back(std::move(l));
+  }
+  if (Status s = drop_privileges(d.current()->config); !s.ok()) {
+    log_error("{}", s.error().message());
+    return 1;
+  }
   std::fprintf(stderr, "rcpd: ready\n");
+<<<<<<< HEAD
   notify_ready();  // Type=notify (packaging/rcpd.service); a no-op outside systemd
   ServerConfig sc;
   sc.max_connections = d.max_connections;
   sc.stop = &g_stop;
   sc.on_full = [max = d.max_connections](Transport& t) { refuse_full(t, max); };
   if (Status st = run_server(std::move(listeners.value()), sc, [&d](Transport& t) { serve(d, t); }); !st.ok()) {
+=======
+  // SIGHUP only sets a flag; the reload itself runs here, off the signal handler.
+  std::thread reloader([&d] {
+    while (!g_stop) {
+      if (g_reload.exchange(false)) reload(d);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  ServerConfig sc;
+  sc.max_connections = d.max_connections;
+  sc.stop = &g_stop;
+  Status st = run_server(std::move(all), sc, [&d](Transport& t) { serve(d, t); });
+  g_stop = true;
+  reloader.join();
+  if (!st.ok()) {
+>>>>>>> secwire
     log_error("{}", st.error().message());
     return 1;
   }
@@ -251,12 +372,15 @@ CLI::Validator range(long lo, long hi) {
 int main(int argc, char** argv) {
   set_log_prefix("rcpd");
   Daemon d;
-  std::string listen = "*";
+  std::string listen;
   std::vector<std::string> exports;
+  std::string config_file;
   std::string transport = "auto";
   uint16_t rdma_port = kDefaultRdmaPort, tcp_port = kDefaultTcpPort;
+  uint32_t max_connections = 0;
   int verbose = 0;
   uint32_t chunk_kib = 1024;
+<<<<<<< HEAD
   CLI::App app{"rcpd - export directories to rcp clients over RDMA and TCP (see rcpd(8))", "rcpd"};
   app.get_formatter()->column_width(34);
   app.add_option("--listen", listen,
@@ -284,6 +408,25 @@ int main(int argc, char** argv) {
   app.add_option("--max-connections", d.max_connections, "sessions served at once, 1 to 65536 (default 64)")
       ->type_name("N")
       ->check(range(1, 65536));
+=======
+  CLI::App app{"rcpd - export directories to rcp clients over RDMA and TCP", "rcpd"};
+  app.add_option("--listen", listen, "address to listen on, ADDR or ADDR:PORT (rdma_cm port); * for all")
+      ->capture_default_str();
+  app.add_option("--config", config_file,
+                 "configuration file (rcpd.conf(5)); default /etc/rcpd.conf when it exists and no --export is given");
+  app.add_option("--export", exports,
+                 "NAME=DIR: serve DIR as module NAME, read-write, no authentication, every host (repeatable; quick local use)");
+  app.add_option("--transport", transport, "auto (RDMA where a device exists, and TCP), rdma or tcp")
+      ->capture_default_str();
+  auto* port_opt = app.add_option("-P,--port", rdma_port, "rdma_cm port")->capture_default_str();
+  auto* tcp_port_opt = app.add_option("--tcp-port", tcp_port, "TCP port")->capture_default_str();
+  app.add_option("--chunk-size,--buffer-size", chunk_kib, "largest chunk in KiB (one buffer of the pool)")->capture_default_str()->check(CLI::Range(4, 65536));
+  app.add_option("--window", d.settings.window, "chunks in flight per connection")->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--hash-threads", d.settings.hash_threads, "digest threads per session (0: on the I/O loop)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
+  app.add_option("--max-connections", max_connections, "sessions served at once [default: 64, or [daemon] max_connections]");
+>>>>>>> secwire
   app.add_flag("-v,--verbose", verbose, "log each session (twice: debug)");
   app.add_flag_callback(
       "-V,--version",
@@ -308,6 +451,7 @@ int main(int argc, char** argv) {
     log_error("--transport '{}': expected auto, rdma or tcp", transport);
     return 2;
   }
+<<<<<<< HEAD
   if (exports.empty()) {
     log_error("nothing to serve: give at least one --export NAME=DIR");
     return 2;
@@ -368,10 +512,76 @@ int main(int argc, char** argv) {
   // exempt only with CAP_IPC_LOCK, which memlock_warning checks.
   if (auto w = memlock_warning(uint64_t{d.settings.chunk_size} * d.settings.window * 2); !w.empty())
     log_error("{}", w);
+=======
+  // The modules: --config FILE, or --export options, or /etc/rcpd.conf.
+  if (!config_file.empty() && !exports.empty()) {
+    log_error("--config and --export cannot be combined (put the modules in the file)");
+    return 2;
+  }
+  if (config_file.empty() && exports.empty()) {
+    if (::access("/etc/rcpd.conf", F_OK) == 0) {
+      config_file = "/etc/rcpd.conf";
+    } else {
+      log_error("nothing to serve: give --config FILE (rcpd.conf(5)) or --export NAME=DIR");
+      return 2;
+    }
+  }
+  Result<daemon::DaemonConfig> cfg = config_file.empty() ? daemon::config_from_exports(exports)
+                                                         : daemon::load_config(config_file);
+  if (!cfg.ok()) {
+    std::fprintf(stderr, "rcpd: %s\n", cfg.error().message().c_str());
+    return exports.empty() ? 1 : 2;
+  }
+  if (!exports.empty())
+    std::fprintf(stderr, "rcpd: --export modules are read-write, with no authentication and no host rules: "
+                         "for local use only (use --config for anything else)\n");
+  std::vector<std::string> hosts;  // from the file unless --listen is given
+  if (!config_file.empty()) {
+    if (listen.empty()) hosts = cfg->listen;
+    if (port_opt->count() == 0) rdma_port = cfg->port;
+    if (tcp_port_opt->count() == 0) tcp_port = cfg->tcp_port;
+    if (max_connections == 0) max_connections = cfg->max_connections;
+  }
+  if (listen.empty() && hosts.empty()) listen = "*";
+  d.max_connections = max_connections ? max_connections : 64;
+  d.config_file = config_file;
+  for (auto& m : cfg->modules) {
+    int fd = ::open(m.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+      if (size_t n = daemon::clean_stale_temps(fd)) log_error("module {}: removed {} stale temp file(s) in {}", m.name, n, m.path);
+      ::close(fd);
+    }
+  }
+  auto ex = daemon::open_exports(std::move(cfg.value()));
+  if (!ex.ok()) {
+    std::fprintf(stderr, "rcpd: %s\n", ex.error().message().c_str());
+    return 1;
+  }
+  d.exports = std::move(ex.value());
+  // ADDR:PORT sets the rdma_cm port; a bare IPv6 address needs brackets.
+  if (!listen.empty() && listen.front() == '[') {
+    size_t rb = listen.find(']');
+    if (rb != std::string::npos && rb + 1 < listen.size() && listen[rb + 1] == ':')
+      rdma_port = static_cast<uint16_t>(std::stoi(listen.substr(rb + 2)));
+    listen = listen.substr(1, rb == std::string::npos ? std::string::npos : rb - 1);
+  } else if (auto c = listen.rfind(':'); c != std::string::npos && listen.find(':') == c) {
+    rdma_port = static_cast<uint16_t>(std::stoi(listen.substr(c + 1)));
+    listen = listen.substr(0, c);
+  }
+  if (!listen.empty()) hosts = {listen};
+  rlimit ml{};
+  if (getrlimit(RLIMIT_MEMLOCK, &ml) == 0 && ml.rlim_cur != RLIM_INFINITY && geteuid() != 0 &&
+      ml.rlim_cur < uint64_t{d.settings.chunk_size} * d.settings.window * 4)
+    log_error("RLIMIT_MEMLOCK is {} KiB; registering buffers may fail (raise `ulimit -l` or LimitMEMLOCK)",
+              ml.rlim_cur / 1024);
+>>>>>>> secwire
   struct sigaction sa{};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  struct sigaction hup{};
+  hup.sa_handler = on_hup;
+  sigaction(SIGHUP, &hup, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  return run(d, listen, rdma_port, tcp_port, kind);
+  return run(d, hosts, rdma_port, tcp_port, kind);
 }

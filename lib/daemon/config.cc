@@ -295,15 +295,7 @@ const ModuleConfig* DaemonConfig::find_module(std::string_view name) const {
   return nullptr;
 }
 
-bool valid_module_name(std::string_view s) {
-  if (s.empty() || s.size() > kMaxModuleName || s[0] == '.' || s[0] == '-') return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return portable_name_char(c, "_.-"); });
-}
-
-bool valid_user_name(std::string_view s) {
-  if (s.empty() || s.size() > kMaxUserName || s[0] == '-') return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return portable_name_char(c, "_.@-"); });
-}
+// valid_module_name and valid_user_name: daemon/names.cc (rcpcore; the handshake uses them).
 
 Result<DaemonConfig> parse_config_string(std::string_view text, std::string_view filename) {
   const Checker ck(filename);

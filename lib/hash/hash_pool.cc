@@ -1,5 +1,7 @@
 #include "hash/hash_pool.h"
 
+#include "auth/chunk_mac.h"
+
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -7,6 +9,15 @@ namespace rcp {
 
 Result<std::unique_ptr<HashPool>> HashPool::create(Checksum algo, unsigned threads) {
   std::unique_ptr<HashPool> p(new HashPool(algo));
+  p->efd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!p->efd_.valid()) return sys_error("eventfd");
+  for (unsigned i = 0; i < std::max(1u, threads); ++i) p->threads_.emplace_back([raw = p.get()] { raw->work(); });
+  return p;
+}
+
+Result<std::unique_ptr<HashPool>> HashPool::create_keyed(const std::array<uint8_t, 32>& key, unsigned threads) {
+  std::unique_ptr<HashPool> p(new HashPool(Checksum::sha256));
+  p->key_ = key;
   p->efd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!p->efd_.valid()) return sys_error("eventfd");
   for (unsigned i = 0; i < std::max(1u, threads); ++i) p->threads_.emplace_back([raw = p.get()] { raw->work(); });
@@ -57,8 +68,18 @@ void HashPool::work() {
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
-    for (auto piece : job.pieces) h.update(piece);
-    Done d{job.id, h.finish()};
+    Done d{job.id, {}};
+    if (key_) {
+      uint32_t len = 0;
+      for (auto piece : job.pieces) len += static_cast<uint32_t>(piece.size());
+      auth::ChunkMac m(*key_);
+      m.begin(job.file_id, job.offset, len);
+      for (auto piece : job.pieces) m.update(piece);
+      d.digest = m.finish();
+    } else {
+      for (auto piece : job.pieces) h.update(piece);
+      d.digest = h.finish();
+    }
     {
       std::lock_guard lk(mu_);
       done_.push_back(d);

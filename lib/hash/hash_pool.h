@@ -4,6 +4,9 @@
 /// SHA-256 at 0.5–2 GB/s: at 100 Gb/s one core is not enough for either).
 #pragma once
 
+#include <array>
+#include <optional>
+
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -24,6 +27,8 @@ class HashPool {
   struct Job {
     uint64_t id = 0;
     std::vector<std::span<const uint8_t>> pieces;  ///< hashed in order, as one stream
+    uint32_t file_id = 0;  ///< keyed pools: the chunk's position, bound into its MAC
+    uint64_t offset = 0;
   };
   struct Done {
     uint64_t id = 0;
@@ -32,6 +37,8 @@ class HashPool {
 
   /// threads ≥ 1. The memory a job names must stay valid until its Done is taken.
   static Result<std::unique_ptr<HashPool>> create(Checksum algo, unsigned threads);
+  /// A pool computing chunk MACs (auth/chunk_mac.h) under `key` instead.
+  static Result<std::unique_ptr<HashPool>> create_keyed(const std::array<uint8_t, 32>& key, unsigned threads);
   ~HashPool();  ///< stops the workers after the jobs already queued
   HashPool(const HashPool&) = delete;
   HashPool& operator=(const HashPool&) = delete;
@@ -48,6 +55,7 @@ class HashPool {
   void work();
 
   Checksum algo_;
+  std::optional<std::array<uint8_t, 32>> key_;
   Fd efd_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

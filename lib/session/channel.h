@@ -2,13 +2,31 @@
 /// receives them with a backlog, so that events that arrive together with
 /// the message awaited (before the data phase) are not lost but handed to
 /// the session loop first.
+///
+/// Once a session is authenticated (session/authenticate.h) the channel seals
+/// every control message it sends and opens every one it hands on, on either
+/// transport: the 32-byte tag of auth::MessageMac is appended after the
+/// message inside the frame, whose header length field counts it:
+///
+///     magic | version | type | length = n + 32 | payload (n) | tag (32)
+///     tag = HMAC-SHA256(direction key, seq || header-with-that-length || payload)
+///
+/// The receiver checks and strips the tag (restoring length = n) before the
+/// message is decoded, so nothing above the channel sees it; a message that
+/// fails (altered, dropped, replayed, reordered, or with no tag) ends the
+/// session with EBADMSG. Every message fits: the longest (an OPEN or a
+/// FILE_BEGIN with a kMaxPath name) is ~3.1 KiB, so the tag still fits
+/// kMaxMessage (checked on every send).
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <vector>
 
+#include "auth/message_mac.h"
 #include "transport/transport.h"
 #include "util/result.h"
+#include "wire/auth_messages.h"
 #include "wire/messages.h"
 
 namespace rcp {
@@ -16,6 +34,7 @@ namespace rcp {
 class Channel {
  public:
   explicit Channel(Transport& t) : t_(t) {}
+  ~Channel();
   Transport& transport() { return t_; }
   Status send(const wire::Message& m);
   /// Waits for the next control message (only before the data phase).
@@ -24,11 +43,26 @@ class Channel {
   /// connection closes); events that arrive meanwhile are dropped.
   void flush(int timeout_ms);
   /// Next event: from the backlog, else from one poll of the transport.
+  /// Control messages are opened (MAC checked and stripped) on the way out.
   Status poll(std::vector<TransportEvent>& out);
 
+  /// The authentication exchange (before any MAC): one auth frame out, and
+  /// the next frame in, raw (an auth frame, or an ordinary message such as
+  /// ERROR or an impostor's OPEN_OK, for the caller to judge).
+  Status send_auth(const wire::AuthMessage& m);
+  Result<std::vector<uint8_t>> receive_frame(int timeout_ms, const std::atomic<bool>* cancel = nullptr);
+
+  /// From now on every message sent is sealed and every message received
+  /// must carry a valid tag.
+  void enable_mac(auth::Role self, const auth::SessionKeys& keys);
+  bool sealed() const { return mac_ != nullptr; }
+
  private:
+  Status open_sealed(TransportEvent& e);
   Transport& t_;
   std::vector<TransportEvent> backlog_;
+  std::unique_ptr<auth::MessageMac> mac_;
+  uint64_t sealed_sent_ = 0;  // for the test fault that tampers with one sealed message
 };
 
 }  // namespace rcp

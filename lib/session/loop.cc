@@ -1,11 +1,41 @@
 #include "session/loop.h"
 
+#include "auth/chunk_mac.h"
+
 namespace rcp {
 
 Status start_hash_pool(const SessionOptions& opt, std::unique_ptr<HashPool>& hp) {
-  if (opt.checksum == Checksum::none || opt.hash_threads == 0) return {};
+  if (opt.hash_threads == 0) return {};
+  if (opt.chunk_key) {
+    RCP_ASSIGN(hp, HashPool::create_keyed(*opt.chunk_key, opt.hash_threads));
+    return {};
+  }
+  if (opt.checksum == Checksum::none) return {};
   RCP_ASSIGN(hp, HashPool::create(opt.checksum, opt.hash_threads));
   return {};
+}
+
+Digest chunk_digest(const SessionOptions& opt, uint32_t file_id, uint64_t offset,
+                    std::span<const std::span<const uint8_t>> pieces) {
+  if (opt.chunk_key) {
+    uint32_t len = 0;
+    for (auto p : pieces) len += static_cast<uint32_t>(p.size());
+    auth::ChunkMac m(*opt.chunk_key);
+    m.begin(file_id, offset, len);
+    for (auto p : pieces) m.update(p);
+    return m.finish();
+  }
+  Hasher h(opt.checksum);
+  for (auto p : pieces) h.update(p);
+  return h.finish();
+}
+
+bool chunk_digest_equal(const SessionOptions& opt, const Digest& a, const Digest& b) {
+  return opt.chunk_key ? auth::digest_equal(a, b) : a == b;
+}
+
+uint8_t chunk_digest_len(const SessionOptions& opt) {
+  return opt.chunk_key ? static_cast<uint8_t>(32) : digest_of(opt.checksum, {}).len;
 }
 
 Error proto_error(Transport& t, std::string what) { return make_error(EPROTO, fmt::format("{}: {}", t.peer(), what)); }

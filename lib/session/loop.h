@@ -27,6 +27,15 @@ namespace rcp {
 /// Starts a role's digest workers unless digests are off or kept on the loop.
 Status start_hash_pool(const SessionOptions& opt, std::unique_ptr<HashPool>& hp);
 
+/// A chunk's digest as this session computes it: the keyed chunk MAC when
+/// opt.chunk_key is set (authenticated sessions), else opt.checksum.
+Digest chunk_digest(const SessionOptions& opt, uint32_t file_id, uint64_t offset,
+                    std::span<const std::span<const uint8_t>> pieces);
+/// Compares two chunk digests (in constant time when keyed).
+bool chunk_digest_equal(const SessionOptions& opt, const Digest& a, const Digest& b);
+/// The length a chunk digest of this session has.
+uint8_t chunk_digest_len(const SessionOptions& opt);
+
 /// Chunks smaller than this are hashed on the loop: handing a 4 KiB chunk to
 /// a worker cost ~20 µs of CPU more per file than hashing it (10,000 small
 /// files: 9.0k/s with the hand-off vs 11.2k/s without, bench/run).

@@ -3,7 +3,9 @@
 /// session/config.h — nowhere else), and TransferStats, what it reports.
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <optional>
 #include <cstdint>
 #include <functional>
 #include <string_view>
@@ -33,6 +35,11 @@ struct SessionOptions {
   /// ok or failed) and the file the last chunk belonged to. rcp draws its
   /// progress line from it (the reporter throttles itself); unset = no calls.
   std::function<void(uint64_t bytes_done, uint32_t files_done, std::string_view current)> on_progress;
+  /// Authenticated session: every chunk digest is HMAC-SHA256 under this key
+  /// over (file id, offset, length, bytes) (auth/chunk_mac.h), whatever
+  /// `checksum` says, so a byte changed on the wire cannot be hidden by
+  /// recomputing an unkeyed digest. The file digest folds these MACs.
+  std::optional<std::array<uint8_t, 32>> chunk_key;
 };
 
 /// Per-session bounds, whatever the tree's size or the peer's claims:

@@ -213,7 +213,7 @@ class Sink {
     if (!f.ledger.claim(c.offset, c.length))
       return proto_error(t_, fmt::format("chunk [{}, +{}) overlaps another or lies outside '{}' ({} bytes)", c.offset,
                                          c.length, f.shown, f.size));
-    if (c.digest.len != digest_of(opt_.checksum, {}).len) return proto_error(t_, "chunk digest has the wrong length");
+    if (c.digest.len != chunk_digest_len(opt_)) return proto_error(t_, "chunk digest has the wrong length");
     // Each chunk names a slot of the source's pool not already lent: what a
     // sink queues is bounded by kMaxSlots, whatever a source announces.
     if (c.slot >= kMaxSlots || lent_[c.slot])
@@ -261,9 +261,9 @@ class Sink {
     File& f = files_.at(p.c.file_id);
     if (e.status != 0)
       return make_error(e.status, fmt::format("pulling '{}' at offset {} from {}: {}", f.shown, p.c.offset, t_.peer(), e.detail));
-    if (opt_.checksum == Checksum::none) return on_hashed(e.cookie, p.c.digest);
+    if (opt_.checksum == Checksum::none && !opt_.chunk_key) return on_hashed(e.cookie, p.c.digest);
     if (read_seq_++ == test_faults().sink_corrupt_once && p.attempts == 1) pool_.at(p.blocks.front())[0] ^= 0x5a;
-    HashPool::Job job{e.cookie, {}};
+    HashPool::Job job{e.cookie, {}, p.c.file_id, p.c.offset};
     uint32_t left = p.c.length;
     for (uint32_t b : p.blocks) {
       uint32_t n = std::min(left, opt_.block_size);
@@ -274,9 +274,7 @@ class Sink {
       hp_->submit(std::move(job));
       return {};
     }
-    Hasher h(opt_.checksum);
-    for (auto piece : job.pieces) h.update(piece);
-    return on_hashed(e.cookie, h.finish());
+    return on_hashed(e.cookie, chunk_digest(opt_, p.c.file_id, p.c.offset, job.pieces));
   }
 
  public:
@@ -285,13 +283,14 @@ class Sink {
     Pending& p = pending_.at(cookie);
     File& f = files_.at(p.c.file_id);
     {
-      if (!(got == p.c.digest)) {
+      if (!chunk_digest_equal(opt_, got, p.c.digest)) {
         if (p.attempts < 2) {
           log_info("chunk at offset {} of '{}' failed verification; fetching it again", p.c.offset, f.shown);
           return post_read(cookie, p);
         }
         fail_file(f, fmt::format("chunk at offset {} failed {} verification twice (expected {}, got {})", p.c.offset,
-                                 checksum_name(opt_.checksum), to_hex(p.c.digest), to_hex(got)));
+                                 opt_.chunk_key ? "keyed (HMAC-SHA256)" : checksum_name(opt_.checksum),
+                                 to_hex(p.c.digest), to_hex(got)));
       }
     }
     give_back(p.c.slot);  // the source may refill that slot now

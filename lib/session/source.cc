@@ -79,10 +79,11 @@ class Source {
     }
     uint8_t* p = pool_.at(static_cast<uint32_t>(slot_index));
     if (hp_ && s.length >= kOffloadMin) {
-      hp_->submit({slot_index, {{p, s.length}}});
+      hp_->submit({slot_index, {{p, s.length}}, s.file_id, s.offset});
       return {};
     }
-    return on_hashed(slot_index, digest_of(opt_.checksum, {p, s.length}));
+    const std::span<const uint8_t> piece{p, s.length};
+    return on_hashed(slot_index, chunk_digest(opt_, s.file_id, s.offset, {&piece, 1}));
   }
 
   /// The chunk in this slot is read and hashed: announce it.

@@ -1,0 +1,72 @@
+// lib/daemon/exports: --export modules, peer addresses from Transport::peer(),
+// and the stale temp file cleanup at start.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "daemon/exports.h"
+
+using namespace rcp;
+using namespace rcp::daemon;
+
+TEST_CASE("--export modules are read-write, unauthenticated, open to every host") {
+  auto c = config_from_exports({"data=/srv/data", "b=/tmp"});
+  REQUIRE(c.ok());
+  REQUIRE(c->modules.size() == 2);
+  CHECK(c->modules[0].name == "data");
+  CHECK(c->modules[0].path == "/srv/data");
+  CHECK_FALSE(c->modules[0].read_only);
+  CHECK_FALSE(c->modules[0].write_only);
+  CHECK_FALSE(c->modules[0].auth_required());
+  CHECK_FALSE(c->modules[0].hosts.allow.has_value());
+  CHECK_FALSE(config_from_exports({"nodir"}).ok());
+  CHECK_FALSE(config_from_exports({"=/tmp"}).ok());
+  CHECK_FALSE(config_from_exports({"a/b=/tmp"}).ok());
+  CHECK_FALSE(config_from_exports({"x=/tmp", "x=/srv"}).ok());
+}
+
+TEST_CASE("peer_address reads every form the transports log") {
+  auto v4 = peer_address("127.0.0.1:5000");
+  REQUIRE(v4.ok());
+  CHECK(v4->to_string() == "127.0.0.1");
+  auto v6 = peer_address("::1:5000");  // TCP: IPv6 without brackets
+  REQUIRE(v6.ok());
+  CHECK(v6->to_string() == "::1");
+  auto v6b = peer_address("[2001:db8::7]:7471");  // rdma_cm: with brackets
+  REQUIRE(v6b.ok());
+  CHECK(v6b->to_string() == "2001:db8::7");
+  CHECK_FALSE(peer_address("?").ok());
+  CHECK_FALSE(peer_address("host.example:22").ok());
+}
+
+TEST_CASE("clean_stale_temps removes .NAME.rcp-XXXXXXXX files only, below the root, without following links") {
+  char tmpl[] = "/tmp/rcp-exports-test.XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string d = tmpl;
+  auto touch = [](const std::string& p) { ::close(::open(p.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600)); };
+  REQUIRE(::mkdir((d + "/sub").c_str(), 0700) == 0);
+  touch(d + "/.a.txt.rcp-abc12345");
+  touch(d + "/sub/.b.rcp-0000zzzz");
+  touch(d + "/a.txt");
+  touch(d + "/.a.txt.rcp-ABC12345");  // not what TempFile makes
+  touch(d + "/.a.txt.rcp-abc1234");   // one short
+  char outside[] = "/tmp/rcp-exports-out.XXXXXX";
+  REQUIRE(mkdtemp(outside) != nullptr);
+  touch(std::string(outside) + "/.x.rcp-abcdefgh");
+  REQUIRE(::symlink(outside, (d + "/link").c_str()) == 0);
+  const int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  CHECK(clean_stale_temps(fd) == 2);
+  ::close(fd);
+  CHECK(::access((d + "/.a.txt.rcp-abc12345").c_str(), F_OK) != 0);
+  CHECK(::access((d + "/sub/.b.rcp-0000zzzz").c_str(), F_OK) != 0);
+  CHECK(::access((d + "/a.txt").c_str(), F_OK) == 0);
+  CHECK(::access((d + "/.a.txt.rcp-ABC12345").c_str(), F_OK) == 0);
+  CHECK(::access((d + "/.a.txt.rcp-abc1234").c_str(), F_OK) == 0);
+  CHECK(::access((std::string(outside) + "/.x.rcp-abcdefgh").c_str(), F_OK) == 0);
+  CHECK(std::system(("rm -rf '" + d + "' '" + outside + "'").c_str()) == 0);
+}
