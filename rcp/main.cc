@@ -546,7 +546,8 @@ int main(int argc, char** argv) {
   app.add_flag("--fsync", o.fsync, "fsync each file before renaming it into place");
   app.add_option("--password-file", o.password_file,
                  "authenticate as USER (from USER@HOST:...) with the secret on the first line of FILE "
-                 "(else $RCP_PASSWORD); the daemon must prove it knows it too");
+                 "(else $RCP_PASSWORD); the daemon must prove it knows it too")
+      ->type_name("FILE");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

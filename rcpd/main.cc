@@ -17,17 +17,13 @@
 #include <fmt/core.h>
 #include <cstring>
 #include <map>
-<<<<<<< HEAD
+#include <mutex>
+#include <set>
 #include <optional>
 #include <thread>
 
-#include "daemon/glob.h"
-=======
-#include <mutex>
-#include <thread>
-
 #include "daemon/exports.h"
->>>>>>> secwire
+#include "daemon/glob.h"
 #include "daemon/listeners.h"
 #include "daemon/server.h"
 #include "fs/path.h"
@@ -45,16 +41,7 @@ using namespace rcp;
 std::atomic<bool> g_stop{false};
 std::atomic<bool> g_reload{false};
 void on_signal(int) { g_stop = true; }
-<<<<<<< HEAD
-
-struct Export {
-  std::string dir;
-  Fd root;
-  std::string comment;  ///< shown by `rcp HOST:`; empty for --export
-};
-=======
 void on_hup(int) { g_reload = true; }
->>>>>>> secwire
 
 struct Daemon {
   /// What is served now; SIGHUP swaps in a new one, sessions keep theirs.
@@ -148,13 +135,16 @@ Result<std::vector<SourceOpener>> get_sources(int root, const std::string& rel, 
   return files;
 }
 
-/// The answer to `rcp HOST:`: the modules, by name, with their comments,
-/// as many as one MODULE_LIST holds (the rest flagged as truncated).
-wire::ModuleList module_list(const Daemon& d) {
+/// The answer to `rcp HOST:`: the modules this peer may see (listed, and its
+/// host allowed), with their comments, as many as one MODULE_LIST holds (the
+/// rest flagged as truncated).
+wire::ModuleList module_list(const daemon::Exports& ex, const std::string& peer) {
   wire::ModuleList l;
+  auto ip = daemon::peer_address(peer);
   size_t bytes = wire::kHeaderSize + 3;
-  for (auto& [name, ex] : d.exports) {
-    wire::ModuleList::Entry e{name.substr(0, wire::kMaxModuleText), ex.comment.substr(0, wire::kMaxModuleText)};
+  for (auto& [name, m] : ex.modules) {
+    if (!m->cfg.list || !ip.ok() || !daemon::allowed(m->cfg, ip.value())) continue;
+    wire::ModuleList::Entry e{name.substr(0, wire::kMaxModuleText), m->cfg.comment.substr(0, wire::kMaxModuleText)};
     const size_t add = 4 + e.name.size() + e.comment.size();
     if (l.modules.size() == wire::kMaxModules || bytes + add > wire::kMaxMessage) {
       l.truncated = 1;
@@ -198,14 +188,6 @@ void serve(Daemon& d, Transport& t) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   };
-<<<<<<< HEAD
-  if (!open) return refuse(make_error(EPROTO, "expected OPEN as the first message"));
-  if (open->op == wire::Op::list) {
-    if (auto s = ch.send(module_list(d)); !s.ok()) return refuse(s.error());
-    log_info("{}: listed modules", t.peer());
-    return refuse_drain(t);
-  }
-=======
   auto refuse = [&](const Error& e) {
     log_error("{}: {}", t.peer(), e.message());
     (void)ch.send(wire::ErrorMsg{e.code, e.context});
@@ -220,7 +202,11 @@ void serve(Daemon& d, Transport& t) {
     return refuse(adm.error());
   }
   const wire::Open* open = &adm->open;
->>>>>>> secwire
+  if (open->op == wire::Op::list) {
+    if (auto s = ch.send(module_list(*ex, t.peer())); !s.ok()) return refuse(s.error());
+    log_info("{}: listed modules", t.peer());
+    return drain();
+  }
   if (!(supported_checksums() & (1u << static_cast<int>(open->checksum))))
     return refuse(make_error(ENOTSUP, "unsupported checksum"));
   auto [module, rest] = split_module(open->path);
@@ -282,14 +268,7 @@ int run(Daemon& d, const std::vector<std::string>& listen, uint16_t rdma_port, u
     return 1;
   }
   std::fprintf(stderr, "rcpd: ready\n");
-<<<<<<< HEAD
   notify_ready();  // Type=notify (packaging/rcpd.service); a no-op outside systemd
-  ServerConfig sc;
-  sc.max_connections = d.max_connections;
-  sc.stop = &g_stop;
-  sc.on_full = [max = d.max_connections](Transport& t) { refuse_full(t, max); };
-  if (Status st = run_server(std::move(listeners.value()), sc, [&d](Transport& t) { serve(d, t); }); !st.ok()) {
-=======
   // SIGHUP only sets a flag; the reload itself runs here, off the signal handler.
   std::thread reloader([&d] {
     while (!g_stop) {
@@ -300,11 +279,11 @@ int run(Daemon& d, const std::vector<std::string>& listen, uint16_t rdma_port, u
   ServerConfig sc;
   sc.max_connections = d.max_connections;
   sc.stop = &g_stop;
+  sc.on_full = [max = d.max_connections](Transport& t) { refuse_full(t, max); };
   Status st = run_server(std::move(all), sc, [&d](Transport& t) { serve(d, t); });
   g_stop = true;
   reloader.join();
   if (!st.ok()) {
->>>>>>> secwire
     log_error("{}", st.error().message());
     return 1;
   }
@@ -380,14 +359,18 @@ int main(int argc, char** argv) {
   uint32_t max_connections = 0;
   int verbose = 0;
   uint32_t chunk_kib = 1024;
-<<<<<<< HEAD
   CLI::App app{"rcpd - export directories to rcp clients over RDMA and TCP (see rcpd(8))", "rcpd"};
   app.get_formatter()->column_width(34);
   app.add_option("--listen", listen,
                  "ADDR[:PORT] to listen on; * (default) is every address (TCP: IPv4 and IPv6). PORT is the port of "
                  "--transport tcp or rdma; with auto the TCP port, and PORT - 1 the rdma_cm port")
       ->type_name("ADDR[:PORT]");
-  app.add_option("--export", exports, "NAME=DIR: serve DIR as module NAME (repeatable)")->type_name("NAME=DIR");
+  app.add_option("--config", config_file,
+                 "configuration file (rcpd.conf(5)); default /etc/rcpd.conf when it exists and no --export is given")
+      ->type_name("FILE");
+  app.add_option("--export", exports,
+                 "NAME=DIR: serve DIR as module NAME, read-write, no authentication, every host (repeatable; quick local use)")
+      ->type_name("NAME=DIR");
   app.add_option("--transport", transport, "auto (RDMA where a device exists, and TCP), rdma or tcp; default auto")
       ->type_name("KIND");
   app.add_option("-P,--port", rdma_port, fmt::format("rdma_cm port (default {})", kDefaultRdmaPort))
@@ -405,28 +388,10 @@ int main(int argc, char** argv) {
   app.add_option("--hash-threads", d.settings.hash_threads, "digest threads per session, 0 to 64 (default 1)")
       ->type_name("N")
       ->check(range(0, 64));
-  app.add_option("--max-connections", d.max_connections, "sessions served at once, 1 to 65536 (default 64)")
+  app.add_option("--max-connections", max_connections,
+                 "sessions served at once, 1 to 65536 (default 64, or [daemon] max_connections)")
       ->type_name("N")
       ->check(range(1, 65536));
-=======
-  CLI::App app{"rcpd - export directories to rcp clients over RDMA and TCP", "rcpd"};
-  app.add_option("--listen", listen, "address to listen on, ADDR or ADDR:PORT (rdma_cm port); * for all")
-      ->capture_default_str();
-  app.add_option("--config", config_file,
-                 "configuration file (rcpd.conf(5)); default /etc/rcpd.conf when it exists and no --export is given");
-  app.add_option("--export", exports,
-                 "NAME=DIR: serve DIR as module NAME, read-write, no authentication, every host (repeatable; quick local use)");
-  app.add_option("--transport", transport, "auto (RDMA where a device exists, and TCP), rdma or tcp")
-      ->capture_default_str();
-  auto* port_opt = app.add_option("-P,--port", rdma_port, "rdma_cm port")->capture_default_str();
-  auto* tcp_port_opt = app.add_option("--tcp-port", tcp_port, "TCP port")->capture_default_str();
-  app.add_option("--chunk-size,--buffer-size", chunk_kib, "largest chunk in KiB (one buffer of the pool)")->capture_default_str()->check(CLI::Range(4, 65536));
-  app.add_option("--window", d.settings.window, "chunks in flight per connection")->capture_default_str()->check(CLI::Range(1, 4096));
-  app.add_option("--hash-threads", d.settings.hash_threads, "digest threads per session (0: on the I/O loop)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 64));
-  app.add_option("--max-connections", max_connections, "sessions served at once [default: 64, or [daemon] max_connections]");
->>>>>>> secwire
   app.add_flag("-v,--verbose", verbose, "log each session (twice: debug)");
   app.add_flag_callback(
       "-V,--version",
@@ -451,21 +416,64 @@ int main(int argc, char** argv) {
     log_error("--transport '{}': expected auto, rdma or tcp", transport);
     return 2;
   }
-<<<<<<< HEAD
-  if (exports.empty()) {
-    log_error("nothing to serve: give at least one --export NAME=DIR");
+  // The modules: --config FILE, or --export options, or /etc/rcpd.conf.
+  if (!config_file.empty() && !exports.empty()) {
+    log_error("--config and --export cannot be combined (put the modules in the file)");
     return 2;
   }
+  if (config_file.empty() && exports.empty()) {
+    if (::access("/etc/rcpd.conf", F_OK) == 0) {
+      config_file = "/etc/rcpd.conf";
+    } else {
+      log_error("nothing to serve: give --config FILE (rcpd.conf(5)) or --export NAME=DIR");
+      return 2;
+    }
+  }
+  std::set<std::string> seen;
+  for (auto& e : exports) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == e.size()) {
+      log_error("--export '{}': expected NAME=DIR", e);
+      return 2;
+    }
+    std::string name = e.substr(0, eq), dir = e.substr(eq + 1);
+    if (!is_plain_name(name) || name.size() > wire::kMaxModuleText) {
+      log_error("--export '{}': module name must be a plain name (no '/', not '.' or '..', at most {} bytes)", e,
+                wire::kMaxModuleText);
+      return 2;
+    }
+    if (!seen.insert(name).second) {
+      log_error("--export '{}': module '{}' is already exported", e, name);
+      return 2;
+    }
+  }
+  Result<daemon::DaemonConfig> cfg = config_file.empty() ? daemon::config_from_exports(exports)
+                                                         : daemon::load_config(config_file);
+  if (!cfg.ok()) {
+    std::fprintf(stderr, "rcpd: %s\n", cfg.error().message().c_str());
+    return exports.empty() ? 1 : 2;
+  }
+  if (!exports.empty())
+    std::fprintf(stderr, "rcpd: --export modules are read-write, with no authentication and no host rules: "
+                         "for local use only (use --config for anything else)\n");
   // --listen ADDR:PORT sets the port of the transport(s) it names: with
   // --transport tcp the TCP port, with rdma the rdma_cm port, with auto the
   // TCP port and PORT - 1 for rdma_cm (7472/7471 by default; rcp://HOST:PORT
   // means the same). -P and --tcp-port, when given, win for their transport.
-  auto l = parse_listen(listen);
+  std::vector<std::string> hosts;  // from the file unless --listen is given
+  if (!config_file.empty()) {
+    if (listen.empty()) hosts = cfg->listen;
+    if (app.count("--port") == 0) rdma_port = cfg->port;
+    if (app.count("--tcp-port") == 0) tcp_port = cfg->tcp_port;
+    if (max_connections == 0) max_connections = cfg->max_connections;
+  }
+  if (listen.empty() && hosts.empty()) listen = "*";
+  auto l = parse_listen(listen.empty() ? "*" : listen);
   if (!l.ok()) {
     log_error("{}", l.error().message());
     return 2;
   }
-  listen = l->first;
+  if (!listen.empty()) hosts = {l->first};
   if (const uint16_t lp = l->second; lp != 0) {
     if (kind == TransportKind::rdma) {
       if (app.count("--port") == 0) rdma_port = lp;
@@ -485,64 +493,6 @@ int main(int argc, char** argv) {
               tcp_port);
     return 2;
   }
-  for (auto& e : exports) {
-    auto eq = e.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == e.size()) {
-      log_error("--export '{}': expected NAME=DIR", e);
-      return 2;
-    }
-    std::string name = e.substr(0, eq), dir = e.substr(eq + 1);
-    if (!is_plain_name(name) || name.size() > wire::kMaxModuleText) {
-      log_error("--export '{}': module name must be a plain name (no '/', not '.' or '..', at most {} bytes)", e,
-                wire::kMaxModuleText);
-      return 2;
-    }
-    if (d.exports.count(name)) {
-      log_error("--export '{}': module '{}' is already exported (from '{}')", e, name, d.exports[name].dir);
-      return 2;
-    }
-    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-      log_error("--export {}: cannot open directory '{}': {}", name, dir, std::strerror(errno));
-      return 1;
-    }
-    d.exports[name] = Export{dir, Fd(fd), ""};
-  }
-  // One session pins its pool twice (io_uring and, over RDMA, the MR); root is
-  // exempt only with CAP_IPC_LOCK, which memlock_warning checks.
-  if (auto w = memlock_warning(uint64_t{d.settings.chunk_size} * d.settings.window * 2); !w.empty())
-    log_error("{}", w);
-=======
-  // The modules: --config FILE, or --export options, or /etc/rcpd.conf.
-  if (!config_file.empty() && !exports.empty()) {
-    log_error("--config and --export cannot be combined (put the modules in the file)");
-    return 2;
-  }
-  if (config_file.empty() && exports.empty()) {
-    if (::access("/etc/rcpd.conf", F_OK) == 0) {
-      config_file = "/etc/rcpd.conf";
-    } else {
-      log_error("nothing to serve: give --config FILE (rcpd.conf(5)) or --export NAME=DIR");
-      return 2;
-    }
-  }
-  Result<daemon::DaemonConfig> cfg = config_file.empty() ? daemon::config_from_exports(exports)
-                                                         : daemon::load_config(config_file);
-  if (!cfg.ok()) {
-    std::fprintf(stderr, "rcpd: %s\n", cfg.error().message().c_str());
-    return exports.empty() ? 1 : 2;
-  }
-  if (!exports.empty())
-    std::fprintf(stderr, "rcpd: --export modules are read-write, with no authentication and no host rules: "
-                         "for local use only (use --config for anything else)\n");
-  std::vector<std::string> hosts;  // from the file unless --listen is given
-  if (!config_file.empty()) {
-    if (listen.empty()) hosts = cfg->listen;
-    if (port_opt->count() == 0) rdma_port = cfg->port;
-    if (tcp_port_opt->count() == 0) tcp_port = cfg->tcp_port;
-    if (max_connections == 0) max_connections = cfg->max_connections;
-  }
-  if (listen.empty() && hosts.empty()) listen = "*";
   d.max_connections = max_connections ? max_connections : 64;
   d.config_file = config_file;
   for (auto& m : cfg->modules) {
@@ -558,23 +508,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   d.exports = std::move(ex.value());
-  // ADDR:PORT sets the rdma_cm port; a bare IPv6 address needs brackets.
-  if (!listen.empty() && listen.front() == '[') {
-    size_t rb = listen.find(']');
-    if (rb != std::string::npos && rb + 1 < listen.size() && listen[rb + 1] == ':')
-      rdma_port = static_cast<uint16_t>(std::stoi(listen.substr(rb + 2)));
-    listen = listen.substr(1, rb == std::string::npos ? std::string::npos : rb - 1);
-  } else if (auto c = listen.rfind(':'); c != std::string::npos && listen.find(':') == c) {
-    rdma_port = static_cast<uint16_t>(std::stoi(listen.substr(c + 1)));
-    listen = listen.substr(0, c);
-  }
-  if (!listen.empty()) hosts = {listen};
-  rlimit ml{};
-  if (getrlimit(RLIMIT_MEMLOCK, &ml) == 0 && ml.rlim_cur != RLIM_INFINITY && geteuid() != 0 &&
-      ml.rlim_cur < uint64_t{d.settings.chunk_size} * d.settings.window * 4)
-    log_error("RLIMIT_MEMLOCK is {} KiB; registering buffers may fail (raise `ulimit -l` or LimitMEMLOCK)",
-              ml.rlim_cur / 1024);
->>>>>>> secwire
+  // One session pins its pool twice (io_uring and, over RDMA, the MR); root is
+  // exempt only with CAP_IPC_LOCK, which memlock_warning checks.
+  if (auto w = memlock_warning(uint64_t{d.settings.chunk_size} * d.settings.window * 2); !w.empty())
+    log_error("{}", w);
   struct sigaction sa{};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);

@@ -147,6 +147,9 @@ Result<Admitted> admit(Channel& ch, const Exports& ex, const std::string& peer, 
     auto* open = std::get_if<wire::Open>(&m.value());
     if (!open) return make_error(EPROTO, "expected OPEN as the first message");
     a.open = *open;
+    // `rcp HOST:` lists modules: no module, nothing to authenticate; the
+    // caller answers with the ones this peer may see.
+    if (a.open.op == wire::Op::list) return a;
     auto [mod, rest] = split_module(a.open.path);
     RCP_ASSIGN(a.module, module_for(mod));
     if (a.module->cfg.auth_required())
