@@ -39,6 +39,8 @@ struct Daemon {
   std::map<std::string, Export> exports;
   Settings settings;  ///< every session's, but for the checksum and fsync its OPEN asks for
   uint32_t max_connections = 64;
+  uint32_t max_per_host = 8;
+  double hello_timeout = 5;  ///< seconds for a whole TCP hello
 };
 
 /// What a get sends: one file, or with kOpenRecursive a directory and
@@ -115,11 +117,13 @@ int run(Daemon& d, const std::string& listen, uint16_t rdma_port, uint16_t tcp_p
   lc.tcp_port = tcp_port;
   lc.kind = kind;
   lc.max_chunk = d.settings.chunk_size;
+  lc.tcp_hello_ms = static_cast<int>(d.hello_timeout * 1000);
   auto listeners = open_listeners(lc);
   if (!listeners.ok()) return 1;  // logged by open_listeners
   std::fprintf(stderr, "rcpd: ready\n");
   ServerConfig sc;
   sc.max_connections = d.max_connections;
+  sc.max_per_host = d.max_per_host;
   sc.stop = &g_stop;
   if (Status st = run_server(std::move(listeners.value()), sc, [&d](Transport& t) { serve(d, t); }); !st.ok()) {
     log_error("{}", st.error().message());
@@ -152,6 +156,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
   app.add_option("--max-connections", d.max_connections, "sessions served at once")->capture_default_str();
+  app.add_option("--max-per-host", d.max_per_host, "connections from one address")->capture_default_str()->check(CLI::Range(1, 65536));
+  app.add_option("--hello-timeout", d.hello_timeout, "seconds a TCP client has for its whole hello")->capture_default_str()->check(CLI::Range(0.1, 600.0));
   app.add_flag("-v,--verbose", verbose, "log each session (twice: debug)");
   app.set_version_flag("--version", std::string("rcpd ") + RCP_VERSION);
   try {
