@@ -162,17 +162,29 @@ check "  ... the 4-stream copy itself arrives" cmp -s "$src/two" "$exp/four"
 check "  ... and once it ended, the next client is served" legit fifth
 stop_daemon
 
-# --- out of descriptors (ulimit -n 20: below 16 pending handshakes, above one session): the accept loop backs off, logs once, and does not spin
-start_daemon 20
+# --- out of descriptors: while a slowed copy runs, the daemon's RLIMIT_NOFILE is lowered (prlimit,
+# as `ulimit -n` would at start) to exactly the descriptors it holds, so every accept fails with
+# EMFILE for seconds while 20 connections wait in the queue and nothing can be evicted: the
+# accept loop must back off (not spin), say so once, and serve again once descriptors free up.
+start_daemon -
 fd0=$(nfds)
-"$RAWPEER" $addr $tport idle 60 4 30 > "$work/emfile.out" 2>&1 & epid=$!; bgpids+=($epid)
+RCP_TEST_FAULT=source-delay-ms=200 "$RCP" --transport tcp -P "$rport" --tcp-port "$tport" --streams 1 \
+  --chunk-size 64 "$src/two" "$addr:data/slow" 2> "$work/slow.err" & cpid=$!; bgpids+=($cpid)
+for _ in $(seq 50); do [ -n "$(find "$exp" -name '.slow.rcp-*')" ] && break; sleep 0.05; done
+sleep 0.3
+held=$(nfds)
+prlimit --pid "$dpid" --nofile="$held:$held"
+"$RAWPEER" $addr $tport idle 20 4 10 > "$work/emfile.out" 2>&1 & epid=$!; bgpids+=($epid)
 sleep 0.5
 t0=$(cpu_ticks); sleep 3; t1=$(cpu_ticks)
+prlimit --pid "$dpid" --nofile=1024:1024
 wait $epid
 log "$(tr '\n' ' ' < "$work/emfile.out")"
-n=$(grep -c "Too many open files" "$dlog")
-check "EMFILE: the daemon ran out of descriptors and said so once (said it $n times)" test "$n" = 1
+n=$(grep -c "accept tcp: Too many open files" "$dlog")
+check "EMFILE (RLIMIT_NOFILE lowered to the $held fds held): the daemon said so once (said it $n times)" test "$n" = 1
 check "  ... without spinning: $((t1 - t0)) CPU ticks in 3 s (< 50)" test $((t1 - t0)) -lt 50
+wait $cpid
+check "  ... the copy that held the descriptors arrives" cmp -s "$src/two" "$exp/slow"
 for _ in $(seq 60); do [ "$(nfds)" -le "$fd0" ] && break; sleep 0.1; done
 check "  ... and once the flood is gone, a legitimate copy within 2 s" legit after-emfile
 check "daemon still running" kill -0 "$dpid"

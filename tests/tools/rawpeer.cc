@@ -13,7 +13,7 @@
 // send a valid hello one byte every 4 s, until the daemon cuts them (or 40 s). With SPREAD > 0 the
 // connections come from SPREAD loopback source addresses 127.0.1.1.. (so max_per_host does not
 // stop them all; an IPv4 loopback daemon only). Both print what the daemon did with them.
-//   rawpeer HOST PORT idle N SECONDS SPREAD
+//   rawpeer HOST PORT idle N SECONDS SPREAD [hello]     (hello: say a valid hello, then nothing)
 //   rawpeer HOST PORT slow-loris N SPREAD
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -112,8 +112,9 @@ bool still_open(int fd) {
   }
 }
 
-/// N connections that say nothing, held `secs` seconds.
-int idle(const char* host, const char* port, int n, int secs, int spread) {
+/// N connections that say nothing (or, with `hello`, a valid hello and then
+/// nothing: sessions waiting for their OPEN), held `secs` seconds.
+int idle(const char* host, const char* port, int n, int secs, int spread, bool hello) {
   std::vector<int> fds;
   int failed = 0;
   for (int i = 0; i < n; ++i) {
@@ -122,6 +123,7 @@ int idle(const char* host, const char* port, int n, int secs, int spread) {
       ++failed;
       continue;
     }
+    if (hello) send_all(fd, valid_hello(0, 1));
     fds.push_back(fd);
   }
   std::printf("rawpeer idle: %zu of %d connected (%d not)\n", fds.size(), n, failed);
@@ -414,7 +416,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (std::string(argv[3]) == "idle" && argc > 6)
-    return idle(argv[1], argv[2], std::atoi(argv[4]), std::atoi(argv[5]), std::atoi(argv[6]));
+    return idle(argv[1], argv[2], std::atoi(argv[4]), std::atoi(argv[5]), std::atoi(argv[6]),
+                argc > 7 && std::string(argv[7]) == "hello");
   if (std::string(argv[3]) == "slow-loris" && argc > 5)
     return slow_loris(argv[1], argv[2], std::atoi(argv[4]), std::atoi(argv[5]));
   if (std::string(argv[3]) == "extra-joins") return extra_joins(argv[1], argv[2], argc > 4 ? std::atoi(argv[4]) : 40);
