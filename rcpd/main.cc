@@ -50,6 +50,8 @@ struct Daemon {
   std::string config_file;  ///< "" when the modules came from --export
   Settings settings;  ///< every session's, but for the checksum and fsync its OPEN asks for
   uint32_t max_connections = 64;
+  uint32_t max_per_host = 8;
+  double hello_timeout = 10;  ///< seconds for a whole TCP hello
   std::shared_ptr<const daemon::Exports> current() {
     std::lock_guard lk(mu);
     return exports;
@@ -259,6 +261,7 @@ int run(Daemon& d, const std::vector<std::string>& listen, uint16_t rdma_port, u
     lc.tcp_port = tcp_port;
     lc.kind = kind;
     lc.max_chunk = d.settings.chunk_size;
+    lc.tcp_hello_ms = static_cast<int>(d.hello_timeout * 1000);
     auto listeners = open_listeners(lc);
     if (!listeners.ok()) return 1;  // logged by open_listeners
     for (auto& l : listeners.value()) all.push_back(std::move(l));
@@ -278,6 +281,7 @@ int run(Daemon& d, const std::vector<std::string>& listen, uint16_t rdma_port, u
   });
   ServerConfig sc;
   sc.max_connections = d.max_connections;
+  sc.max_per_host = d.max_per_host;
   sc.stop = &g_stop;
   sc.on_full = [max = d.max_connections](Transport& t) { refuse_full(t, max); };
   Status st = run_server(std::move(all), sc, [&d](Transport& t) { serve(d, t); });
@@ -392,6 +396,16 @@ int main(int argc, char** argv) {
                  "sessions served at once, 1 to 65536 (default 64, or [daemon] max_connections)")
       ->type_name("N")
       ->check(range(1, 65536));
+  uint32_t max_per_host = 0;
+  double hello_timeout = 0;
+  app.add_option("--max-per-host", max_per_host,
+                 "connections from one address, 1 to 65536 (default 8, or [daemon] max_per_host)")
+      ->type_name("N")
+      ->check(range(1, 65536));
+  app.add_option("--hello-timeout", hello_timeout,
+                 "seconds a client has for its whole hello, 0.1 to 600 (default 10, or [daemon] hello_timeout)")
+      ->type_name("SECS")
+      ->check(CLI::Range(0.1, 600.0));
   app.add_flag("-v,--verbose", verbose, "log each session (twice: debug)");
   app.add_flag_callback(
       "-V,--version",
@@ -466,6 +480,9 @@ int main(int argc, char** argv) {
     if (app.count("--port") == 0) rdma_port = cfg->port;
     if (app.count("--tcp-port") == 0) tcp_port = cfg->tcp_port;
     if (max_connections == 0) max_connections = cfg->max_connections;
+    if (max_per_host == 0) max_per_host = cfg->max_per_host;
+    if (hello_timeout == 0) hello_timeout = cfg->hello_timeout;
+    if (app.count("--hash-threads") == 0) d.settings.hash_threads = cfg->hash_threads;
   }
   if (listen.empty() && hosts.empty()) listen = "*";
   auto l = parse_listen(listen.empty() ? "*" : listen);
@@ -494,6 +511,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   d.max_connections = max_connections ? max_connections : 64;
+  d.max_per_host = max_per_host ? max_per_host : std::min<uint32_t>(8, d.max_connections);
+  if (hello_timeout > 0) d.hello_timeout = hello_timeout;
   d.config_file = config_file;
   for (auto& m : cfg->modules) {
     int fd = ::open(m.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -118,6 +118,16 @@ class JoinRegistry {
     return late;
   }
 
+  /// Connections that joined open sessions, beyond their first ones: what
+  /// the daemon counts in max_connections for them. A joined connection
+  /// counts until its session closes its entry.
+  uint32_t joined() const {
+    std::lock_guard lk(mu_);
+    uint32_t n = 0;
+    for (auto& [token, e] : sessions_) n += e.count - 1;
+    return n;
+  }
+
   /// Sessions open for joins (tests, logs).
   size_t size() const {
     std::lock_guard lk(mu_);

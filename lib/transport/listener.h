@@ -28,6 +28,10 @@ class Incoming {
   /// existing session (an extra TCP stream or RDMA queue pair) instead of
   /// starting one.
   virtual Result<std::unique_ptr<Transport>> finish() = 0;
+  /// Any thread: asks a finish() still in its handshake to give up soon
+  /// (the daemon evicts the oldest pending handshake when a new connection
+  /// needs its place). No effect once the handshake is over.
+  virtual void cancel() {}
 };
 
 class Listener {
@@ -41,8 +45,14 @@ class Listener {
   virtual int fd() const = 0;
   /// Takes what is waiting without blocking. nullptr without error when the
   /// event was not a new connection (or was handled entirely inside the
-  /// listener, e.g. an RDMA queue pair join).
+  /// listener, e.g. an RDMA queue pair join). An error whose code is EMFILE
+  /// or ENFILE means a connection is waiting but no descriptor is left for
+  /// it: the caller should back off rather than ask again at once.
   virtual Result<std::unique_ptr<Incoming>> accept() = 0;
+  /// Connections that joined a running session (extra TCP streams or queue
+  /// pairs) and are held until it ends, so the daemon can count them in
+  /// max_connections.
+  virtual uint32_t joined() const { return 0; }
 };
 
 }  // namespace rcp

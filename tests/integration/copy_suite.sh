@@ -489,6 +489,26 @@ if [ "$transport" = rdma ]; then
   else
     bad "rdmapeer tool not built ($rdmapeer)"
   fi
+  # peers that take the daemon's accept and never complete the connection stall nothing: the
+  # rdma_cm listener answers without waiting for them, and other clients are served meanwhile
+  if [ -x "$rdmapeer" ]; then
+    ncpids=()
+    for i in 1 2 3; do
+      timeout 30 "$rdmapeer" "$addr" "$rport" never-complete 8 > "$work/nc.$i" 2>&1 & ncpids+=($!)
+    done
+    sleep 1
+    rm -f "$out/after-nc"
+    timeout 10 "$RCP" --transport rdma -P "$rport" --tcp-port "$tport" "$addr:data/size4095" "$out/after-nc" 2> "$work/err"
+    check "3 peers that never complete their connection: the daemon serves a client meanwhile" cmp -s "$src/size4095" "$out/after-nc"
+    ncok=0
+    for i in 1 2 3; do wait "${ncpids[$((i - 1))]}" && ncok=$((ncok + 1)); done
+    check "  ... each got the daemon's accept without it waiting for them ($ncok of 3)" test "$ncok" = 3
+    if command -v rdma >/dev/null; then
+      for _ in $(seq 200); do [ "$(rdma resource show qp 2>/dev/null | grep -c "pid $dpid " || true)" = 0 ] && break; sleep 0.1; done
+      qps=$(rdma resource show qp 2>/dev/null | grep -c "pid $dpid " || true)
+      check "  ... and their queue pairs are released afterwards (daemon holds $qps)" test "$qps" = 0
+    fi
+  fi
   # a real client whose join quotes a wrong token fails clearly and leaves nothing
   RCP_TEST_FAULT=rdma-bad-join-token rcp --streams 2 "$src/size1M+1" "$addr:data/badjoin" 2> "$work/err"
   rc=$?

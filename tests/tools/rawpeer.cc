@@ -9,12 +9,21 @@
 // extra-joins N starts a session announcing 2 streams, then joins N more with its token: exactly
 // one join must be accepted and the rest refused, and a join after the session ended too.
 //   rawpeer HOST PORT truncated-hello|huge-frame|huge-read|random SEED|slow-hello|extra-joins N
+// idle opens N connections that never say a word and holds them SECONDS; slow-loris opens N that
+// send a valid hello one byte every 4 s, until the daemon cuts them (or 40 s). With SPREAD > 0 the
+// connections come from SPREAD loopback source addresses 127.0.1.1.. (so max_per_host does not
+// stop them all; an IPv4 loopback daemon only). Both print what the daemon did with them.
+//   rawpeer HOST PORT idle N SECONDS SPREAD [hello]     (hello: say a valid hello, then nothing)
+//   rawpeer HOST PORT slow-loris N SPREAD
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -60,6 +69,135 @@ std::vector<uint8_t> valid_hello(uint32_t flags = 0, uint16_t streams = 0, uint3
   h.qps = streams;
   h.flags = flags;
   return rcp::wire::encode_hello(h);
+}
+
+/// Like dial, from loopback source address 127.0.1.`src` (0: any), connect
+/// bounded to 3 s; -1 if it could not connect.
+int dial_from(const char* host, const char* port, int src) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host, port, &hints, &res) != 0) return -1;
+  int fd = socket(res->ai_family, SOCK_STREAM, 0);
+  timeval tv{3, 0};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  if (src > 0 && res->ai_family == AF_INET) {
+    sockaddr_in me{};
+    me.sin_family = AF_INET;
+    me.sin_addr.s_addr = htonl((127u << 24) | (1u << 8) | static_cast<uint32_t>(src));
+    if (bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me) != 0) {
+      std::perror("rawpeer: bind source address");
+      close(fd);
+      freeaddrinfo(res);
+      return -1;
+    }
+  }
+  if (connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+    close(fd);
+    freeaddrinfo(res);
+    return -1;
+  }
+  freeaddrinfo(res);
+  return fd;
+}
+
+/// Reads what is waiting without blocking; false once the daemon has closed.
+bool still_open(int fd) {
+  char buf[256];
+  for (;;) {
+    ssize_t r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (r > 0) continue;
+    if (r == 0) return false;
+    return errno == EAGAIN || errno == EWOULDBLOCK;
+  }
+}
+
+/// N connections that say nothing (or, with `hello`, a valid hello and then
+/// nothing: sessions waiting for their OPEN), held `secs` seconds.
+int idle(const char* host, const char* port, int n, int secs, int spread, bool hello) {
+  std::vector<int> fds;
+  int failed = 0;
+  for (int i = 0; i < n; ++i) {
+    int fd = dial_from(host, port, spread > 0 ? 1 + i % spread : 0);
+    if (fd < 0) {
+      ++failed;
+      continue;
+    }
+    if (hello) send_all(fd, valid_hello(0, 1));
+    fds.push_back(fd);
+  }
+  std::printf("rawpeer idle: %zu of %d connected (%d not)\n", fds.size(), n, failed);
+  std::fflush(stdout);
+  sleep(static_cast<unsigned>(secs));
+  int open = 0;
+  for (int fd : fds) {
+    open += still_open(fd);
+    close(fd);
+  }
+  std::printf("rawpeer idle: after %d s the daemon had closed %zu of them, %d still open\n", secs, fds.size() - open,
+              open);
+  return 0;
+}
+
+/// N connections sending a valid hello one byte every 4 s; reports how long
+/// the longest survived. Exit 0 when the daemon cut every one of them.
+int slow_loris(const char* host, const char* port, int n, int spread) {
+  using Clock = std::chrono::steady_clock;
+  const auto hello = valid_hello();
+  struct Conn {
+    int fd;
+    size_t sent = 0;
+    Clock::time_point start;
+    double cut_after = -1;
+  };
+  std::vector<Conn> cs;
+  for (int i = 0; i < n; ++i) {
+    int fd = dial_from(host, port, spread > 0 ? 1 + i % spread : 0);
+    if (fd >= 0) cs.push_back(Conn{fd, 0, Clock::now()});
+  }
+  const auto t0 = Clock::now();
+  size_t open = cs.size();
+  while (open > 0 && Clock::now() - t0 < std::chrono::seconds(40)) {
+    for (auto& c : cs) {
+      if (c.cut_after >= 0) continue;
+      if (!still_open(c.fd) ||
+          (c.sent < hello.size() && send(c.fd, &hello[c.sent], 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1)) {
+        c.cut_after = std::chrono::duration<double>(Clock::now() - c.start).count();
+        --open;
+        continue;
+      }
+      ++c.sent;
+    }
+    // Wait 4 s, but notice a hang-up as it happens (to time it).
+    const auto next = Clock::now() + std::chrono::seconds(4);
+    while (open > 0 && Clock::now() < next) {
+      std::vector<pollfd> pf;
+      std::vector<Conn*> who;
+      for (auto& c : cs)
+        if (c.cut_after < 0) {
+          pf.push_back(pollfd{c.fd, POLLIN | POLLRDHUP, 0});
+          who.push_back(&c);
+        }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
+      if (poll(pf.data(), pf.size(), static_cast<int>(std::max<long long>(left, 0))) <= 0) break;
+      for (size_t i = 0; i < pf.size(); ++i)
+        if (pf[i].revents && !still_open(who[i]->fd)) {
+          who[i]->cut_after = std::chrono::duration<double>(Clock::now() - who[i]->start).count();
+          --open;
+        }
+    }
+  }
+  double longest = 0;
+  size_t max_sent = 0;
+  for (auto& c : cs) {
+    longest = std::max(longest, c.cut_after);
+    max_sent = std::max(max_sent, c.sent);
+    close(c.fd);
+  }
+  std::printf("rawpeer slow-loris: %zu connections, %zu cut by the daemon, %zu still open; longest lived %.1f s, "
+              "sent at most %zu hello bytes\n",
+              cs.size(), cs.size() - open, open, longest, max_sent);
+  return open == 0 && !cs.empty() ? 0 : 1;
 }
 
 /// Reads exactly n bytes (5 s per recv); false on EOF, error or timeout.
@@ -277,6 +415,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: rawpeer HOST PORT MODE [SEED]\n");
     return 2;
   }
+  if (std::string(argv[3]) == "idle" && argc > 6)
+    return idle(argv[1], argv[2], std::atoi(argv[4]), std::atoi(argv[5]), std::atoi(argv[6]),
+                argc > 7 && std::string(argv[7]) == "hello");
+  if (std::string(argv[3]) == "slow-loris" && argc > 5)
+    return slow_loris(argv[1], argv[2], std::atoi(argv[4]), std::atoi(argv[5]));
   if (std::string(argv[3]) == "extra-joins") return extra_joins(argv[1], argv[2], argc > 4 ? std::atoi(argv[4]) : 40);
   int fd = dial(argv[1], argv[2]);
   if (fd < 0) {

@@ -4,9 +4,14 @@
 // QP: a join that got through would show up as a connect response instead of a reject.
 //   rdmapeer HOST PORT join-random|join-zero|join-short|garbage SEED
 // Exit status: 0 refused (what the suite expects), 1 accepted, 2 could not even try.
+// never-complete SECONDS asks for a session with a valid hello, takes the daemon's accept and
+// then never completes the connection (no RTU), for SECONDS: the daemon's listener must have
+// answered without waiting for it (exit 0 when the accept came), and keep serving others.
+//   rdmapeer HOST PORT never-complete SECONDS
 #include <netdb.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -58,6 +63,9 @@ int main(int argc, char** argv) {
   } else if (mode == "join-short") {
     h.flags = rcp::wire::kHelloJoin;  // the token the flag promises is missing (the CM pads with zeros)
     pd = rcp::wire::encode_hello(h);
+  } else if (mode == "never-complete") {
+    h.qps = 1;
+    pd = rcp::wire::encode_hello(h);
   } else if (mode == "garbage") {
     pd.resize(56);
     for (auto& b : pd) b = static_cast<uint8_t>(rng());
@@ -93,7 +101,14 @@ int main(int argc, char** argv) {
     if (rdma_connect(id, &cp) == 0) {
       std::vector<uint8_t> reply;
       rdma_cm_event_type t = wait_event(ch, 10000, &reply);
-      if (t == RDMA_CM_EVENT_REJECTED) {
+      if (mode == "never-complete") {
+        // No QP here, so the CM leaves completing the connection to us: we never do.
+        std::printf("rdmapeer never-complete: the daemon answered %s; not completing for %s s\n", rdma_event_str(t),
+                    argc > 4 ? argv[4] : "0");
+        std::fflush(stdout);
+        if (argc > 4) sleep(static_cast<unsigned>(std::atoi(argv[4])));
+        rc = t == RDMA_CM_EVENT_CONNECT_RESPONSE ? 0 : 1;
+      } else if (t == RDMA_CM_EVENT_REJECTED) {
         auto hr = rcp::wire::decode_hello(reply);
         std::printf("rdmapeer %s: refused%s\n", mode.c_str(),
                     hr.ok() && (hr->flags & rcp::wire::kHelloJoin) ? " (rcpd: join refused)" : hr.ok() ? " (rcpd)" : "");

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <fmt/core.h>
 
 #include "hash/digest.h"
@@ -20,18 +22,40 @@ namespace {
 using wire::kHelloJoin;
 using wire::kHelloToken;
 
-/// Blocking exact read/write with a deadline, for the hello only.
-Status io_exact(int fd, uint8_t* p, size_t n, bool writing, int timeout_ms, const std::string& peer) {
+using Clock = std::chrono::steady_clock;
+
+/// When a hello must be over, and who may cut it short.
+struct Deadline {
+  Clock::time_point at;
+  const std::atomic<bool>* cancel = nullptr;
+  static Deadline in(int timeout_ms, const std::atomic<bool>* cancel = nullptr) {
+    return {Clock::now() + std::chrono::milliseconds(timeout_ms), cancel};
+  }
+};
+
+/// A cancelled hello notices within this long (the daemon evicts the oldest
+/// pending hello when a new connection needs its place).
+constexpr int kCancelSliceMs = 100;
+
+/// Blocking exact read/write for the hello only, bounded by one deadline for
+/// the whole exchange — not per byte, so a peer sending one byte every few
+/// seconds is cut when the deadline passes, however many bytes it sent.
+Status io_exact(int fd, uint8_t* p, size_t n, bool writing, const Deadline& dl, const std::string& peer) {
   size_t done = 0;
   while (done < n) {
+    if (dl.cancel && dl.cancel->load()) return make_error(ECANCELED, "hello with " + peer + " evicted for a newer connection");
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(dl.at - Clock::now()).count();
+    if (left <= 0) return make_error(ETIMEDOUT, "hello with " + peer);
+    int wait = static_cast<int>(std::min<long long>(left, dl.cancel ? kCancelSliceMs : left));
     pollfd pfd{fd, static_cast<short>(writing ? POLLOUT : POLLIN), 0};
-    int pr = ::poll(&pfd, 1, timeout_ms);
-    if (pr == 0) return make_error(ETIMEDOUT, "hello with " + peer);
+    int pr = ::poll(&pfd, 1, wait);
+    if (pr == 0) continue;  // the deadline or the cancel flag, checked above
     if (pr < 0) {
       if (errno == EINTR) continue;
       return sys_error("poll " + peer);
     }
-    ssize_t r = writing ? ::send(fd, p + done, n - done, MSG_NOSIGNAL) : ::recv(fd, p + done, n - done, 0);
+    ssize_t r = writing ? ::send(fd, p + done, n - done, MSG_NOSIGNAL | MSG_DONTWAIT)
+                        : ::recv(fd, p + done, n - done, MSG_DONTWAIT);
     if (r == 0) return make_error(ECONNRESET, "peer " + peer + " closed the connection during the hello");
     if (r < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
@@ -66,15 +90,15 @@ Negotiated negotiate(const TcpOptions& opt, const wire::Hello& peer) {
   return n;
 }
 
-Status send_u64(int fd, uint64_t v, int timeout_ms, const std::string& peer) {
+Status send_u64(int fd, uint64_t v, const Deadline& dl, const std::string& peer) {
   std::vector<uint8_t> b;
   wire::Writer(b).u64(v);
-  return io_exact(fd, b.data(), b.size(), true, timeout_ms, peer);
+  return io_exact(fd, b.data(), b.size(), true, dl, peer);
 }
 
-Result<uint64_t> recv_u64(int fd, int timeout_ms, const std::string& peer) {
+Result<uint64_t> recv_u64(int fd, const Deadline& dl, const std::string& peer) {
   uint8_t b[8];
-  RCP_TRY(io_exact(fd, b, 8, false, timeout_ms, peer));
+  RCP_TRY(io_exact(fd, b, 8, false, dl, peer));
   wire::Reader r({b, 8});
   return r.u64();
 }
@@ -82,9 +106,10 @@ Result<uint64_t> recv_u64(int fd, int timeout_ms, const std::string& peer) {
 /// Sends our hello, reads and checks the peer's.
 Result<wire::Hello> exchange_hello(int fd, const std::string& peer, const TcpOptions& opt, uint32_t flags) {
   auto mine = wire::encode_hello(local_hello(opt, flags, opt.streams));
-  RCP_TRY(io_exact(fd, mine.data(), mine.size(), true, opt.timeout_ms, peer));
+  const Deadline dl = Deadline::in(opt.timeout_ms);
+  RCP_TRY(io_exact(fd, mine.data(), mine.size(), true, dl, peer));
   std::vector<uint8_t> theirs(wire::kHelloSize);
-  RCP_TRY(io_exact(fd, theirs.data(), theirs.size(), false, opt.timeout_ms, peer));
+  RCP_TRY(io_exact(fd, theirs.data(), theirs.size(), false, dl, peer));
   auto h = wire::decode_hello(theirs);
   if (!h.ok()) return make_error(h.error().code, "hello from " + peer + ": " + h.error().context);
   return h;
@@ -135,24 +160,26 @@ Result<Fd> dial(const std::string& host, uint16_t port, std::string& peer) {
 }
 
 Result<std::unique_ptr<Transport>> accept_hello(Fd sock, const std::string& peer, const TcpOptions& opt,
-                                                std::shared_ptr<StreamJoins> joins) {
+                                                std::shared_ptr<StreamJoins> joins, const std::atomic<bool>* cancel) {
+  // One deadline for everything the peer must send and acknowledge.
+  const Deadline dl = Deadline::in(opt.timeout_ms, cancel);
   // Our hello goes first (it only offers a token); the client's says
   // whether it starts a session or joins one.
   std::vector<uint8_t> theirs(wire::kHelloSize);
   auto mine = wire::encode_hello(local_hello(opt, kHelloToken, 1));
-  RCP_TRY(io_exact(sock.get(), mine.data(), mine.size(), true, opt.timeout_ms, peer));
-  RCP_TRY(io_exact(sock.get(), theirs.data(), theirs.size(), false, opt.timeout_ms, peer));
+  RCP_TRY(io_exact(sock.get(), mine.data(), mine.size(), true, dl, peer));
+  RCP_TRY(io_exact(sock.get(), theirs.data(), theirs.size(), false, dl, peer));
   auto h = wire::decode_hello(theirs);
   if (!h.ok()) return make_error(h.error().code, "hello from " + peer + ": " + h.error().context);
   if (h->flags & kHelloJoin) {
-    RCP_ASSIGN(uint64_t want, recv_u64(sock.get(), opt.timeout_ms, peer));
+    RCP_ASSIGN(uint64_t want, recv_u64(sock.get(), dl, peer));
     Fd dup(::dup(sock.get()));  // the session owns this one from the join on
     if (!dup.valid()) return sys_error("dup (stream join)");
     if (Status st = joins->join(want, dup); !st.ok()) {
-      (void)send_u64(sock.get(), 0, opt.timeout_ms, peer);  // "refused", so the client can say so
+      (void)send_u64(sock.get(), 0, dl, peer);  // "refused", so the client can say so
       return make_error(st.error().code, "stream join refused: " + st.error().context);
     }
-    RCP_TRY(send_u64(sock.get(), want, opt.timeout_ms, peer));
+    RCP_TRY(send_u64(sock.get(), want, dl, peer));
     return std::unique_ptr<Transport>();
   }
   // Open for joins before the client learns the token, so its joins always
@@ -160,7 +187,7 @@ Result<std::unique_ptr<Transport>> accept_hello(Fd sock, const std::string& peer
   RCP_ASSIGN(uint64_t token, wire::new_session_token());
   if (!joins->open(token, h->qps)) return make_error(EEXIST, "session token collision");
   auto t = std::make_unique<TcpTransport>(peer, negotiate(opt, h.value()), opt.zerocopy, token, std::move(joins));
-  RCP_TRY(send_u64(sock.get(), token, opt.timeout_ms, peer));
+  RCP_TRY(send_u64(sock.get(), token, dl, peer));
   RCP_TRY(t->init(std::move(sock)));
   return std::unique_ptr<Transport>(std::move(t));
 }
@@ -176,7 +203,7 @@ Result<std::unique_ptr<Transport>> tcp_connect(const std::string& host, uint16_t
   RCP_ASSIGN(wire::Hello h, exchange_hello(first.get(), peer, opt, 0));
   uint64_t token = 0;
   if (h.flags & kHelloToken) {
-    RCP_ASSIGN(token, recv_u64(first.get(), opt.timeout_ms, peer));
+    RCP_ASSIGN(token, recv_u64(first.get(), Deadline::in(opt.timeout_ms), peer));
   }
   auto t = std::make_unique<TcpTransport>(peer, negotiate(opt, h), opt.zerocopy);
   RCP_TRY(t->init(std::move(first)));
@@ -187,9 +214,10 @@ Result<std::unique_ptr<Transport>> tcp_connect(const std::string& host, uint16_t
     std::string p2;
     RCP_ASSIGN(Fd s, dial(host, port, p2));
     RCP_TRY(exchange_hello(s.get(), p2, opt, kHelloJoin));
-    RCP_TRY(send_u64(s.get(), token, opt.timeout_ms, p2));
+    const Deadline dl = Deadline::in(opt.timeout_ms);
+    RCP_TRY(send_u64(s.get(), token, dl, p2));
     // The daemon confirms the join only once the stream belongs to the session.
-    RCP_ASSIGN(uint64_t ack, recv_u64(s.get(), opt.timeout_ms, p2));
+    RCP_ASSIGN(uint64_t ack, recv_u64(s.get(), dl, p2));
     if (ack != token) return make_error(EPROTO, "stream join refused by " + p2);
     t->add_stream(std::move(s));
   }

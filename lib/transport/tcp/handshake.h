@@ -10,6 +10,7 @@
 
 #include <sys/socket.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -27,10 +28,13 @@ std::string addr_string(const sockaddr* sa);
 Result<Fd> dial(const std::string& host, uint16_t port, std::string& peer);
 
 /// Daemon side, on the session's thread: exchanges hellos on an accepted
-/// socket. A fresh session gets a token open in `joins` for as many streams
+/// socket, all of it within opt.timeout_ms (one deadline for the whole
+/// exchange, not per byte); *cancel set by another thread ends it within
+/// 100 ms (ECANCELED). A fresh session gets a token open in `joins` for as many streams
 /// as the client announced; a join hello hands the socket to its session
 /// (or is refused) and returns nullptr.
 Result<std::unique_ptr<Transport>> accept_hello(Fd sock, const std::string& peer, const TcpOptions& opt,
-                                                std::shared_ptr<StreamJoins> joins);
+                                                std::shared_ptr<StreamJoins> joins,
+                                                const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace rcp::tcp

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <fmt/core.h>
 
 #include "transport/tcp/handshake.h"
@@ -36,14 +37,16 @@ class TcpIncoming final : public Incoming {
       : sock_(std::move(sock)), peer_(std::move(peer)), opt_(opt), joins_(std::move(joins)) {}
   std::string peer() const override { return peer_; }
   Result<std::unique_ptr<Transport>> finish() override {
-    return accept_hello(std::move(sock_), peer_, opt_, std::move(joins_));
+    return accept_hello(std::move(sock_), peer_, opt_, std::move(joins_), &cancel_);
   }
+  void cancel() override { cancel_ = true; }
 
  private:
   Fd sock_;
   std::string peer_;
   TcpOptions opt_;
   std::shared_ptr<StreamJoins> joins_;
+  std::atomic<bool> cancel_{false};
 };
 
 }  // namespace
@@ -57,7 +60,13 @@ Result<std::unique_ptr<Incoming>> TcpListener::accept() {
   // The accepted socket blocks (the hello polls with a deadline before each
   // call); io_uring then reads it without ever blocking the thread.
   int fd = ::accept4(sock_.get(), reinterpret_cast<sockaddr*>(&ss), &sl, SOCK_CLOEXEC);
-  if (fd < 0) return std::unique_ptr<Incoming>();  // nothing waiting, or the client left already
+  if (fd < 0) {
+    // Out of descriptors or memory: the connection stays queued and the
+    // socket stays readable, so say so (the daemon backs off) instead of
+    // reporting "nothing waiting", which would spin its loop.
+    if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) return sys_error("accept tcp");
+    return std::unique_ptr<Incoming>();  // nothing waiting, or the client left already
+  }
   Fd sock(fd);
   return std::unique_ptr<Incoming>(
       std::make_unique<TcpIncoming>(std::move(sock), peer_string(ss), opt_, joins_));

@@ -22,6 +22,7 @@ class TcpListener final : public Listener {
   std::string address() const override { return address_; }
   int fd() const override { return sock_.get(); }
   Result<std::unique_ptr<Incoming>> accept() override;
+  uint32_t joined() const override { return joins_->joined(); }
 
  private:
   Fd sock_;

@@ -1,0 +1,200 @@
+#!/bin/bash
+# Bounded resources, no hang: real rcpd and rcp over TCP on loopback, attacked by tests/rawpeer.
+# Each attack must leave the daemon serving a legitimate client within 2 s (timeout 2 on the copy:
+# behaviour, not a benchmark), and the daemon's descriptors and RSS must come back to where they
+# were once the attack is over. Also: max_per_host with its refusals logged once, max_connections
+# counting joined streams, the accept back-off when descriptors run out (ulimit -n), and a file
+# name with a newline that must not forge a daemon log line.
+#
+# usage: limits_suite.sh --bin DIR [--work DIR]
+# Attackers come from loopback source addresses 127.0.1.x (the legitimate client from
+# 127.0.0.1), so max_per_host does not decide every check by itself.
+set -u
+bin= work=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) bin=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    *) echo "limits_suite: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$bin" ] || { echo "limits_suite: --bin DIR is required" >&2; exit 2; }
+RCP=$(cd "$bin/../rcp" 2>/dev/null && pwd)/rcp; [ -x "$RCP" ] || RCP=$bin/rcp
+RCPD=$(cd "$bin/../rcpd" 2>/dev/null && pwd)/rcpd; [ -x "$RCPD" ] || RCPD=$bin/rcpd
+RAWPEER=$(cd "$bin/.." && pwd)/tests/rawpeer
+for b in "$RCP" "$RCPD" "$RAWPEER"; do [ -x "$b" ] || { echo "limits_suite: $b not built" >&2; exit 2; }; done
+
+[ -n "$work" ] || work=$(mktemp -d /tmp/rcp-limits.XXXXXX)
+mkdir -p "$work"
+exp=$work/export src=$work/src out=$work/out
+rm -rf "$exp" "$src" "$out"; mkdir -p "$exp" "$src" "$out"
+base=$(( 20000 + ($$ % 20000) ))
+rport=$base tport=$((base + 1)) addr=127.0.0.1
+pass=0 fail=0
+log() { echo "limits_suite: $*"; }
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; [ -s "$work/err" ] && sed 's/^/    client: /' "$work/err" | tail -n 5; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+
+dpid= nstart=0 bgpids=()
+cleanup() {
+  for p in "${bgpids[@]}"; do kill "$p" 2>/dev/null; done
+  if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then kill -TERM "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null; fi
+  if [ "$fail" = 0 ]; then rm -rf "$work"; else echo "limits_suite: kept $work"; fi
+}
+trap cleanup EXIT
+trap 'exit 143' TERM INT
+start_daemon() {  # [ulimit -n] [rcpd options...]
+  local nofile=$1; shift
+  nstart=$((nstart + 1)); dlog=$work/rcpd.$nstart.log
+  ( [ "$nofile" = - ] || ulimit -n "$nofile"
+    exec "$RCPD" --listen "$addr:$rport" --tcp-port "$tport" --transport tcp --export data="$exp" -v "$@" >> "$dlog" 2>&1 ) &
+  dpid=$!
+  for _ in $(seq 100); do grep -q "rcpd: ready" "$dlog" 2>/dev/null && return 0; sleep 0.05; done
+  echo "rcpd did not start:"; cat "$dlog"; exit 1
+}
+stop_daemon() { kill -TERM "$dpid" 2>/dev/null; wait "$dpid"; drc=$?; }
+rcp() { (exec timeout 20 "$RCP" --transport tcp -P "$rport" --tcp-port "$tport" "$@" 2> "$work/err"); }
+# A legitimate copy that must finish within 2 s; NAME is a fresh target in the export.
+legit() {  # NAME
+  rm -f "$exp/$1"
+  (exec timeout 2 "$RCP" --transport tcp -P "$rport" --tcp-port "$tport" "$src/file" "$addr:data/$1" 2> "$work/err") &&
+    cmp -s "$src/file" "$exp/$1"
+}
+nfds() { ls /proc/$dpid/fd 2>/dev/null | wc -l; }
+rss() { awk '/^VmRSS/ {print $2}' /proc/$dpid/status; }
+cpu_ticks() { awk '{print $14 + $15}' /proc/$dpid/stat; }
+# Waits up to 10 s for the daemon's fds to be back at $fd0 and checks them and RSS.
+settled() {  # WHAT
+  for _ in $(seq 100); do [ "$(nfds)" -le "$fd0" ] && break; sleep 0.1; done
+  local f r; f=$(nfds); r=$(rss)
+  check "  ... after $1 the daemon's fds are back to $fd0 (has $f)" test "$f" -le "$fd0"
+  check "  ... and its RSS to ${rss0} KiB + 12 MiB slack (has $r KiB)" test "$r" -le $((rss0 + 12288))
+}
+lines_since() { tail -n +$(( $1 + 1 )) "$dlog" | wc -l; }
+
+head -c $((256 * 1024)) /dev/urandom > "$src/file"
+start_daemon -
+log "rcpd $("$RCPD" --version) on $addr port $tport, work $work"
+# Warm up (first session's allocations, thread stacks), then take the baseline.
+for i in 1 2 3; do rcp "$src/file" "$addr:data/warm$i"; done
+sleep 0.5
+fd0=$(nfds) rss0=$(rss)
+log "baseline: $fd0 fds, RSS $rss0 KiB"
+check "a legitimate copy before any attack" legit base
+
+# --- 300 idle connections from 40 addresses: pending handshakes are capped, the oldest evicted
+l0=$(wc -l < "$dlog")
+"$RAWPEER" $addr $tport idle 300 4 40 > "$work/idle.out" 2>&1 & ipid=$!; bgpids+=($ipid)
+sleep 1.5
+check "300 idle connections: a legitimate copy within 2 s" legit idle
+wait $ipid
+log "$(tr '\n' ' ' < "$work/idle.out")"
+held=$(grep -o '[0-9]* still open' "$work/idle.out" | awk '{print $1}')
+check "  ... of which the daemon held at most its 16 pending handshakes (held ${held:-?})" test "${held:-999}" -le 16
+n=$(lines_since "$l0")
+check "  ... and the daemon logged $n lines for them (at most one per address and reason: < 100)" test "$n" -lt 100
+settled "300 idle connections"
+
+# --- slow loris: 40 connections from 10 addresses, one hello byte every 4 s: every one cut by 5 s
+"$RAWPEER" $addr $tport slow-loris 40 10 > "$work/loris.out" 2>&1 & lpid=$!; bgpids+=($lpid)
+sleep 1.5
+check "slow loris: a legitimate copy within 2 s" legit loris
+wait $lpid; lrc=$?
+log "$(cat "$work/loris.out")"
+longest=$(grep -o 'longest lived [0-9.]*' "$work/loris.out" | awk '{print int($3)}')
+check "  ... the daemon cut every slow-loris connection" test "$lrc" = 0
+check "  ... none lived past the 5 s whole-hello deadline (+1 s; longest ${longest:-?} s)" test "${longest:-99}" -le 6
+settled "the slow loris"
+
+# --- 1,000 join attempts on a session that announced 2 streams
+"$RAWPEER" $addr $tport extra-joins 1000 > "$work/joins.out" 2>&1 & jpid=$!; bgpids+=($jpid)
+sleep 0.5
+check "1,000 join attempts: a legitimate copy within 2 s" legit joins
+wait $jpid; jrc=$?
+check "  ... exactly one join admitted, the rest refused ($(cat "$work/joins.out"))" test "$jrc" = 0
+settled "1,000 join attempts"
+
+# --- max_per_host: 20 idle connections from one address, 8 are kept and 12 refused, logged once
+l0=$(wc -l < "$dlog")
+"$RAWPEER" $addr $tport idle 20 2 1 > "$work/host.out" 2>&1
+log "$(tr '\n' ' ' < "$work/host.out")"
+check "max_per_host 8: 12 of 20 connections from one address refused, 8 kept" \
+  grep -q "closed 12 of them, 8 still open" "$work/host.out"
+n=$(tail -n +$((l0 + 1)) "$dlog" | grep -c "refusing tcp connections from 127.0.1.1")
+check "  ... and the refusals are logged once, not 12 times (logged $n)" test "$n" = 1
+settled "the per-host refusals"
+
+# --- a file name with a newline cannot forge a daemon log line
+nl=$'evil\nrcpd: error: forged'
+printf 'x' > "$src/$nl"
+rcp "$src/$nl" "$addr:data/$nl"
+check "a file named with a newline is pushed" test $? = 0 -a -f "$exp/$nl"
+sleep 0.2
+check "  ... the daemon logged its session on one line, the newline escaped" grep -qF 'evil\nrcpd: error: forged' "$dlog"
+check "  ... and no forged line appeared" test "$(grep -c '^rcpd: error: forged' "$dlog")" = 0
+
+check "daemon still running" kill -0 "$dpid"
+stop_daemon
+check "daemon exits cleanly on SIGTERM (status $drc)" test "$drc" = 0
+
+# --- with stderr as the journal (JOURNAL_STREAM = its dev:ino) every line carries a priority
+nstart=$((nstart + 1)); jlog=$work/rcpd.$nstart.log; : > "$jlog"
+( export JOURNAL_STREAM=$(stat -c '%d:%i' "$jlog"); exec "$RCPD" --listen "$addr:$rport" --tcp-port "$tport" \
+    --transport tcp --export data="$exp" --export 'bad name=/nonexistent' >> "$jlog" 2>&1 )
+check "stderr as the journal: lines start with a <N> priority" grep -q '^<3>rcpd: error: ' "$jlog"
+check "  ... and none without it" test "$(grep -vc '^<[0-9]>' "$jlog")" = 0
+
+# --- max_connections counts joined streams: a 4-stream copy fills --max-connections 4
+start_daemon - --max-connections 4
+head -c $((2 * 1048576)) /dev/urandom > "$src/two"
+# 32 chunks of 64 KiB, 200 ms each at the source: the copy lasts seconds
+RCP_TEST_FAULT=source-delay-ms=200 "$RCP" --transport tcp -P "$rport" --tcp-port "$tport" --streams 4 \
+  --chunk-size 64 "$src/two" "$addr:data/four" 2> "$work/four.err" & cpid=$!; bgpids+=($cpid)
+for _ in $(seq 50); do [ -n "$(find "$exp" -name '.four.rcp-*')" ] && break; sleep 0.05; done
+rm -f "$exp/fifth"
+(exec timeout 5 "$RCP" --transport tcp -P "$rport" --tcp-port "$tport" --streams 1 "$src/file" "$addr:data/fifth" 2> "$work/err")
+frc=$?
+check "max_connections 4 with a 4-stream copy running: a fifth connection is refused" test "$frc" != 0 -a ! -e "$exp/fifth"
+check "  ... and the daemon says so" grep -q "connections already (max_connections 4)" "$dlog"
+wait $cpid
+check "  ... the 4-stream copy itself arrives" cmp -s "$src/two" "$exp/four"
+check "  ... and once it ended, the next client is served" legit fifth
+stop_daemon
+
+# --- out of descriptors: while a slowed copy runs, the daemon's RLIMIT_NOFILE is lowered (prlimit,
+# as `ulimit -n` would at start) to exactly the descriptors it holds, so every accept fails with
+# EMFILE for seconds while 20 connections wait in the queue and nothing can be evicted: the
+# accept loop must back off (not spin), say so once, and serve again once descriptors free up.
+start_daemon -
+fd0=$(nfds)
+RCP_TEST_FAULT=source-delay-ms=200 "$RCP" --transport tcp -P "$rport" --tcp-port "$tport" --streams 1 \
+  --chunk-size 64 "$src/two" "$addr:data/slow" 2> "$work/slow.err" & cpid=$!; bgpids+=($cpid)
+for _ in $(seq 50); do [ -n "$(find "$exp" -name '.slow.rcp-*')" ] && break; sleep 0.05; done
+sleep 0.3
+held=$(nfds)
+prlimit --pid "$dpid" --nofile="$held:$held"
+"$RAWPEER" $addr $tport idle 20 4 10 > "$work/emfile.out" 2>&1 & epid=$!; bgpids+=($epid)
+sleep 0.5
+t0=$(cpu_ticks); sleep 3; t1=$(cpu_ticks)
+prlimit --pid "$dpid" --nofile=1024:1024
+wait $epid
+log "$(tr '\n' ' ' < "$work/emfile.out")"
+n=$(grep -c "accept tcp: Too many open files" "$dlog")
+check "EMFILE (RLIMIT_NOFILE lowered to the $held fds held): the daemon said so once (said it $n times)" test "$n" = 1
+check "  ... without spinning: $((t1 - t0)) CPU ticks in 3 s (< 15)" test $((t1 - t0)) -lt 15
+wait $cpid
+check "  ... the copy that held the descriptors arrives" cmp -s "$src/two" "$exp/slow"
+for _ in $(seq 60); do [ "$(nfds)" -le "$fd0" ] && break; sleep 0.1; done
+check "  ... and once the flood is gone, a legitimate copy within 2 s" legit after-emfile
+check "daemon still running" kill -0 "$dpid"
+stop_daemon
+
+if cat "$work"/rcpd.*.log | grep -q -E "ERROR: (Address|Leak)Sanitizer|runtime error:"; then
+  bad "daemon logs free of sanitizer reports" "$(cat "$work"/rcpd.*.log | grep -m3 -E 'Sanitizer|runtime error')"
+else
+  ok "daemon logs free of sanitizer reports"
+fi
+if [ $fail -gt 0 ]; then echo "---- rcpd logs (tail) ----"; tail -n 20 "$work"/rcpd.*.log; fi
+echo "limits_suite: $pass passed, $fail failed"
+[ $fail = 0 ]
