@@ -50,7 +50,7 @@ struct Daemon {
   std::string config_file;  ///< "" when the modules came from --export
   Settings settings;  ///< every session's, but for the checksum and fsync its OPEN asks for
   uint32_t max_connections = 64;
-  uint32_t max_per_host = 8;
+  uint32_t max_per_host = 0;  ///< 0: none
   double hello_timeout = 10;  ///< seconds for a whole TCP hello
   std::shared_ptr<const daemon::Exports> current() {
     std::lock_guard lk(mu);
@@ -79,7 +79,7 @@ void reload(Daemon& d) {
     std::lock_guard lk(d.mu);
     d.exports = std::move(ex.value());
   }
-  std::fprintf(stderr, "rcpd: reloaded %s (%zu module(s))\n", d.config_file.c_str(), d.current()->modules.size());
+  log_notice("reloaded {} ({} module(s))", d.config_file, d.current()->modules.size());
 }
 
 /// Started as root with `user` set: drop to that user (and its group, or
@@ -169,11 +169,10 @@ void refuse_drain(Transport& t) {
 
 /// A connection beyond --max-connections: read its OPEN, answer that the
 /// daemon is full (the client prints it and exits 5), close.
-void refuse_full(Transport& t, uint32_t max) {
+void refuse_busy(Transport& t, const std::string& why) {
   Channel ch(t);
   (void)ch.receive(2000, &g_stop);
-  (void)ch.send(wire::ErrorMsg{EUSERS, fmt::format("the daemon is busy: it serves at most {} sessions at once "
-                                                   "(rcpd --max-connections); try again later", max)});
+  (void)ch.send(wire::ErrorMsg{EUSERS, why});
   refuse_drain(t);
 }
 
@@ -270,7 +269,7 @@ int run(Daemon& d, const std::vector<std::string>& listen, uint16_t rdma_port, u
     log_error("{}", s.error().message());
     return 1;
   }
-  std::fprintf(stderr, "rcpd: ready\n");
+  log_notice("ready");
   notify_ready();  // Type=notify (packaging/rcpd.service); a no-op outside systemd
   // SIGHUP only sets a flag; the reload itself runs here, off the signal handler.
   std::thread reloader([&d] {
@@ -283,7 +282,7 @@ int run(Daemon& d, const std::vector<std::string>& listen, uint16_t rdma_port, u
   sc.max_connections = d.max_connections;
   sc.max_per_host = d.max_per_host;
   sc.stop = &g_stop;
-  sc.on_full = [max = d.max_connections](Transport& t) { refuse_full(t, max); };
+  sc.on_refused = refuse_busy;
   Status st = run_server(std::move(all), sc, [&d](Transport& t) { serve(d, t); });
   g_stop = true;
   reloader.join();
@@ -399,7 +398,7 @@ int main(int argc, char** argv) {
   uint32_t max_per_host = 0;
   double hello_timeout = 0;
   app.add_option("--max-per-host", max_per_host,
-                 "connections from one address, 1 to 65536 (default 8, or [daemon] max_per_host)")
+                 "connections from one address, 1 to 65536 (default: [daemon] max_per_host, 8; none with --export)")
       ->type_name("N")
       ->check(range(1, 65536));
   app.add_option("--hello-timeout", hello_timeout,
@@ -464,12 +463,12 @@ int main(int argc, char** argv) {
   Result<daemon::DaemonConfig> cfg = config_file.empty() ? daemon::config_from_exports(exports)
                                                          : daemon::load_config(config_file);
   if (!cfg.ok()) {
-    std::fprintf(stderr, "rcpd: %s\n", cfg.error().message().c_str());
+    log_error("{}", cfg.error().message());
     return exports.empty() ? 1 : 2;
   }
   if (!exports.empty())
-    std::fprintf(stderr, "rcpd: --export modules are read-write, with no authentication and no host rules: "
-                         "for local use only (use --config for anything else)\n");
+    log_notice("--export modules are read-write, with no authentication and no host rules: "
+               "for local use only (use --config for anything else)");
   // --listen ADDR:PORT sets the port of the transport(s) it names: with
   // --transport tcp the TCP port, with rdma the rdma_cm port, with auto the
   // TCP port and PORT - 1 for rdma_cm (7472/7471 by default; rcp://HOST:PORT
@@ -511,7 +510,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   d.max_connections = max_connections ? max_connections : 64;
-  d.max_per_host = max_per_host ? max_per_host : std::min<uint32_t>(8, d.max_connections);
+  // --export is for local use, where every client is 127.0.0.1: no
+  // per-address limit unless --max-per-host is given (rcpd.conf: 8).
+  d.max_per_host = max_per_host;
   if (hello_timeout > 0) d.hello_timeout = hello_timeout;
   d.config_file = config_file;
   for (auto& m : cfg->modules) {
@@ -523,7 +524,7 @@ int main(int argc, char** argv) {
   }
   auto ex = daemon::open_exports(std::move(cfg.value()));
   if (!ex.ok()) {
-    std::fprintf(stderr, "rcpd: %s\n", ex.error().message().c_str());
+    log_error("{}", ex.error().message());
     return 1;
   }
   d.exports = std::move(ex.value());

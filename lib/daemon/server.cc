@@ -110,10 +110,27 @@ Status run_server(std::vector<std::unique_ptr<Listener>> listeners, const Server
     if (watch(i, EPOLL_CTL_ADD) != 0) return sys_error("epoll_ctl listener");
   auto st = std::make_shared<State>(cfg.refusal_log_interval);
   auto shared_handler = std::make_shared<SessionHandler>(std::move(handler));
-  auto on_full = std::make_shared<SessionHandler>(cfg.on_full);
+  auto on_refused = std::make_shared<RefusalHandler>(cfg.on_refused);
+  // A refused connection is told why (its OPEN is answered "busy") on a
+  // thread of its own, at most kMaxRefusing at once; beyond that just closed.
+  // Caller holds st->mu.
+  auto tell = [&](const std::shared_ptr<Pending>& p, std::string why) {
+    if (!*on_refused || st->refusing >= kMaxRefusing) return;
+    ++st->refusing;
+    ++st->threads;
+    std::thread([st, p, on_refused, why = std::move(why)]() {
+      auto t = p->in->finish();
+      if (t.ok() && t.value()) (*on_refused)(*t.value(), why);
+      if (t.ok()) t.value().reset();
+      std::lock_guard lk(st->mu);
+      --st->refusing;
+      --st->threads;
+      st->cv.notify_all();
+    }).detach();
+  };
   const uint32_t max_conn = std::max<uint32_t>(1, cfg.max_connections);
   const uint32_t max_pending = std::clamp<uint32_t>(cfg.max_pending, 1, max_conn);
-  const uint32_t max_host = std::max<uint32_t>(1, cfg.max_per_host);
+  const uint32_t max_host = cfg.max_per_host ? cfg.max_per_host : UINT32_MAX;
   // Listeners out of the epoll set after EMFILE, and when they come back.
   std::vector<Clock::time_point> resume(listeners.size());
   std::vector<bool> paused(listeners.size(), false);
@@ -180,21 +197,8 @@ Status run_server(std::vector<std::unique_ptr<Listener>> listeners, const Server
         if (total >= max_conn && !st->evict_oldest("connection limit reached")) {
           st->limited("full " + p->host, "refusing a {} connection from {}: {} connections already (max_connections {})",
                       kind, p->host, total, max_conn);
-          // Tell the client why (its OPEN is answered "busy") on a thread of
-          // its own; at most kMaxRefusing at once, beyond that just closed.
-          if (*on_full && st->refusing < kMaxRefusing) {
-            ++st->refusing;
-            ++st->threads;
-            std::thread([st, p, on_full]() {
-              auto t = p->in->finish();
-              if (t.ok() && t.value()) (*on_full)(*t.value());
-              if (t.ok()) t.value().reset();
-              std::lock_guard lk(st->mu);
-              --st->refusing;
-              --st->threads;
-              st->cv.notify_all();
-            }).detach();
-          }
+          tell(p, fmt::format("the daemon is busy: it serves at most {} connections at once "
+                              "(max_connections); try again later", max_conn));
           continue;
         }
         if (st->pending.size() >= max_pending) st->evict_oldest("too many handshakes in progress");

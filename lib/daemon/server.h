@@ -48,20 +48,24 @@ namespace rcp {
 
 /// Runs one session: called on the session's thread with its transport.
 using SessionHandler = std::function<void(Transport&)>;
+/// Tells a refused connection why (the text of its ERROR).
+using RefusalHandler = std::function<void(Transport&, const std::string& why)>;
 
 struct ServerConfig {
   uint32_t max_connections = 64;
-  uint32_t max_per_host = 8;
+  uint32_t max_per_host = 8;  ///< 0: no per-address limit
   uint32_t max_pending = 16;
   /// Set (e.g. by a signal handler) to stop accepting; checked every 500 ms.
   const std::atomic<bool>* stop = nullptr;
   /// How long shutdown waits for running sessions.
   std::chrono::milliseconds shutdown_wait{10000};
   /// A connection beyond max_connections: finished (its hello) and handed to
-  /// this on a thread of its own so the client hears why (rcpd answers its
-  /// OPEN with "busy"); at most kMaxRefusing at once, beyond that they are
-  /// just closed. Unset: closed at once.
-  SessionHandler on_full;
+  /// this with the reason, on a thread of its own, so
+  /// the client hears why (rcpd answers its OPEN with "busy"); at most
+  /// kMaxRefusing at once, beyond that they are just closed. Unset: closed.
+  /// (Beyond max_per_host a connection is closed at once: one address
+  /// flooding should cost the daemon nothing.)
+  RefusalHandler on_refused;
   std::chrono::milliseconds refusal_log_interval{10000};
   std::chrono::milliseconds accept_backoff{100};
 };

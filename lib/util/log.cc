@@ -69,7 +69,8 @@ bool journal_stream_matches(const char* env, dev_t dev, ino_t ino) {
 
 std::string format_log_line(LogLevel level, std::string_view prefix, std::string_view text, bool journal) {
   std::string line;
-  if (journal) line += level == LogLevel::error ? "<3>" : level == LogLevel::debug ? "<7>" : "<6>";
+  if (journal)
+    line += level == LogLevel::error ? "<3>" : level == LogLevel::notice ? "<5>" : level == LogLevel::debug ? "<7>" : "<6>";
   line += log_escape(prefix);
   line += ": ";
   line += level == LogLevel::error ? "error: " : level == LogLevel::debug ? "debug: " : "";

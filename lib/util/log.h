@@ -18,7 +18,9 @@
 
 namespace rcp {
 
-enum class LogLevel { quiet = 0, error = 1, info = 2, debug = 3 };
+/// Verbosity, in order; `notice` is not a verbosity but the priority of the
+/// lines every non-quiet run prints ("ready", warnings that are not errors).
+enum class LogLevel { quiet = 0, error = 1, info = 2, debug = 3, notice = 4 };
 
 void set_log_level(LogLevel level);
 LogLevel log_level();
@@ -39,6 +41,11 @@ std::string format_log_line(LogLevel level, std::string_view prefix, std::string
 template <typename... Args>
 void log_error(fmt::format_string<Args...> f, Args&&... args) {
   if (log_level() >= LogLevel::error) log_line(LogLevel::error, fmt::format(f, std::forward<Args>(args)...));
+}
+/// A line printed unless quiet, with no tag (journal priority 5, notice).
+template <typename... Args>
+void log_notice(fmt::format_string<Args...> f, Args&&... args) {
+  if (log_level() >= LogLevel::error) log_line(LogLevel::notice, fmt::format(f, std::forward<Args>(args)...));
 }
 template <typename... Args>
 void log_info(fmt::format_string<Args...> f, Args&&... args) {

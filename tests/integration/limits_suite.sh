@@ -48,7 +48,7 @@ start_daemon() {  # [ulimit -n] [rcpd options...]
   local nofile=$1; shift
   nstart=$((nstart + 1)); dlog=$work/rcpd.$nstart.log
   ( [ "$nofile" = - ] || ulimit -n "$nofile"
-    exec "$RCPD" --listen "$addr:$rport" --tcp-port "$tport" --transport tcp --export data="$exp" -v "$@" >> "$dlog" 2>&1 ) &
+    exec "$RCPD" --listen "$addr:$rport" --tcp-port "$tport" --transport tcp --export data="$exp" --max-per-host 8 --hello-timeout 5 -v "$@" >> "$dlog" 2>&1 ) &
   dpid=$!
   for _ in $(seq 100); do grep -q "rcpd: ready" "$dlog" 2>/dev/null && return 0; sleep 0.05; done
   echo "rcpd did not start:"; cat "$dlog"; exit 1

@@ -50,5 +50,7 @@ TEST_CASE("format_log_line: a priority prefix only for the journal, escaped text
   CHECK(format_log_line(LogLevel::error, "rcpd", "boom", true) == "<3>rcpd: error: boom\n");
   CHECK(format_log_line(LogLevel::info, "rcpd", "ok", true) == "<6>rcpd: ok\n");
   CHECK(format_log_line(LogLevel::debug, "rcpd", "d", true) == "<7>rcpd: debug: d\n");
+  CHECK(format_log_line(LogLevel::notice, "rcpd", "ready", true) == "<5>rcpd: ready\n");
+  CHECK(format_log_line(LogLevel::notice, "rcpd", "ready", false) == "rcpd: ready\n");
   CHECK(format_log_line(LogLevel::info, "rcpd", "put a\nrcpd: forged", false) == "rcpd: put a\\nrcpd: forged\n");
 }
