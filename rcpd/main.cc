@@ -16,6 +16,7 @@
 #include <chrono>
 #include <fmt/core.h>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -30,6 +31,7 @@
 #include "session/config.h"
 #include "session/session.h"
 #include "transport/connect.h"
+#include "util/fd.h"
 #include "util/log.h"
 #include "util/notify.h"
 #include "util/memlock.h"
@@ -52,9 +54,21 @@ struct Daemon {
   uint32_t max_connections = 64;
   uint32_t max_per_host = 0;  ///< 0: none
   double hello_timeout = 10;  ///< seconds for a whole TCP hello
+  std::map<std::string, uint32_t> module_sessions;  ///< by module name, those with a max_connections
   std::shared_ptr<const daemon::Exports> current() {
     std::lock_guard lk(mu);
     return exports;
+  }
+  bool enter_module(const std::string& name, uint32_t max) {
+    std::lock_guard lk(mu);
+    uint32_t& n = module_sessions[name];
+    if (n >= max) return false;
+    ++n;
+    return true;
+  }
+  void leave_module(const std::string& name) {
+    std::lock_guard lk(mu);
+    if (auto it = module_sessions.find(name); it != module_sessions.end() && --it->second == 0) module_sessions.erase(it);
   }
 };
 
@@ -208,6 +222,21 @@ void serve(Daemon& d, Transport& t) {
     log_info("{}: listed modules", t.peer());
     return drain();
   }
+  // The module's own max_connections: sessions on it at once (its name
+  // counts across reloads, so a SIGHUP does not reset the count).
+  const std::string& mname = adm->module->cfg.name;
+  const uint32_t mmax = adm->module->cfg.max_connections;
+  if (mmax && !d.enter_module(mname, mmax))
+    return refuse(make_error(EUSERS, fmt::format("module '{}' is busy: it serves at most {} sessions at once "
+                                                 "(its max_connections); try again later", mname, mmax)));
+  struct Leave {
+    Daemon& d;
+    const std::string& name;
+    bool counted;
+    ~Leave() {
+      if (counted) d.leave_module(name);
+    }
+  } leave{d, mname, mmax != 0};
   if (!(supported_checksums() & (1u << static_cast<int>(open->checksum))))
     return refuse(make_error(ENOTSUP, "unsupported checksum"));
   auto [module, rest] = split_module(open->path);
@@ -223,6 +252,9 @@ void serve(Daemon& d, Transport& t) {
   auto opts = [&](Role r) {
     SessionOptions so = session_options(set, r, t.negotiated());
     so.chunk_key = chunk_key;
+    const uint32_t idle = ex->config.idle_timeout;  // 0: never
+    so.idle_timeout_ms = idle ? static_cast<int>(idle * 1000) : std::numeric_limits<int>::max();
+    so.max_files_open = ex->config.max_files_per_session;
     return so;
   };
   const auto t0 = std::chrono::steady_clock::now();
@@ -249,6 +281,19 @@ void serve(Daemon& d, Transport& t) {
            open->op == wire::Op::put ? "put" : "get", shown, t.name(), adm->keys ? " (authenticated)" : "", st->files_ok, st->files_failed, st->bytes, secs);
 }
 
+/// Writes our pid to `path`, replacing a stale file but never following a
+/// symlink planted there.
+Status write_pid_file(const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  ::unlink(tmp.c_str());
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd.valid()) return sys_error("pid_file " + tmp);
+  const std::string text = std::to_string(::getpid()) + "\n";
+  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) return sys_error("pid_file " + tmp);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return sys_error("pid_file " + path);
+  return {};
+}
+
 /// Opens the listeners the transport policy asks for and serves each
 /// connection on its own thread until SIGINT/SIGTERM (lib/daemon).
 int run(Daemon& d, const std::vector<std::string>& listen, uint16_t rdma_port, uint16_t tcp_port, TransportKind kind) {
@@ -265,6 +310,21 @@ int run(Daemon& d, const std::vector<std::string>& listen, uint16_t rdma_port, u
     if (!listeners.ok()) return 1;  // logged by open_listeners
     for (auto& l : listeners.value()) all.push_back(std::move(l));
   }
+  // The pid file is written while still root (as rsyncd does), so it can
+  // live in /run; removed at exit when the dropped user still may.
+  const std::string pid_file = d.current()->config.pid_file;
+  if (!pid_file.empty()) {
+    if (Status s = write_pid_file(pid_file); !s.ok()) {
+      log_error("{}", s.error().message());
+      return 1;
+    }
+  }
+  struct PidFile {
+    const std::string& path;
+    ~PidFile() {
+      if (!path.empty()) ::unlink(path.c_str());
+    }
+  } pid_guard{pid_file};
   if (Status s = drop_privileges(d.current()->config); !s.ok()) {
     log_error("{}", s.error().message());
     return 1;

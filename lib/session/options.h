@@ -28,6 +28,10 @@ struct SessionOptions {
   /// (both ends share the cores); raise it on hosts with cores to spare.
   unsigned hash_threads = 1;
   int idle_timeout_ms = 30000;
+  /// Source: files begun and not yet ended, at most (and never above
+  /// kMaxFilesOpen); each holds an open fd. rcpd sets it from
+  /// max_files_per_session for the files it sends.
+  uint32_t max_files_open = 256;
   const std::atomic<bool>* cancel = nullptr;  ///< set by a signal handler to abort
   /// Progress hook, called on the loop's thread each time a chunk is done
   /// (source: its slot came back; sink: it is verified and written) and when

@@ -110,7 +110,7 @@ class Source {
   Status pump(bool& started) {
     for (;;) {
       if (!cur_) {
-        if (openers_.empty() || files_.size() >= kMaxFilesInFlight || unended_ >= kMaxFilesOpen) break;
+        if (openers_.empty() || files_.size() >= kMaxFilesInFlight || unended_ >= std::clamp<uint32_t>(opt_.max_files_open, 1, kMaxFilesOpen)) break;
         RCP_TRY(open_next(started));
         continue;
       }

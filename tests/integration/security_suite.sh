@@ -255,6 +255,51 @@ cp "$work/good.conf" "$work/rcpd.conf"
 stop_daemon
 check "SIGTERM after reloads stops cleanly (exit $drc)" test "$drc" = 0
 
+# --- pid_file, a module's own max_connections, idle_timeout -----------------------------------
+mkdir -p "$work/one" "$work/other"
+cat > "$work/limits.conf" <<TOML
+[daemon]
+listen = ["$addr"]
+port = $rport
+tcp_port = $tport
+idle_timeout = 2
+pid_file = "$work/rcpd.pid"
+[modules.one]
+path = "$work/one"
+read_only = false
+max_connections = 1
+[modules.other]
+path = "$work/other"
+read_only = false
+TOML
+start_daemon "$work/limits.conf"
+check "pid_file holds the daemon's pid ($(cat "$work/rcpd.pid" 2>/dev/null) = $dpid)" \
+  test "$(cat "$work/rcpd.pid" 2>/dev/null)" = "$dpid"
+head -c $((12 * 1048576)) /dev/urandom > "$work/src/slow.bin"
+head -c 1048576 /dev/urandom > "$work/src/one-chunk.bin"
+# 12 chunks of 1 MiB at 300 ms each, 2 in flight (the source's delays add up per batch it
+# hashes: 0.6 s between messages, under idle_timeout): module one is held for ~3.6 s
+(exec env RCP_TEST_FAULT=source-delay-ms=300 timeout 60 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" \
+   --window 2 "$work/src/slow.bin" "$addr:one/slow.bin" 2> "$work/slow.err") & spid=$!
+sleep 0.8
+rcp "$work/src/p.txt" "$addr:one/second.txt"; rc=$?
+check "module max_connections 1: a second session on it is told busy (exit $rc, want 5)" \
+  bash -c "[ $rc = 5 ] && grep -q \"module 'one' is busy\" '$work/err' && [ ! -e '$work/one/second.txt' ]"
+rcp "$work/src/p.txt" "$addr:other/meanwhile.txt"; rc=$?
+check "  ... while another module serves (exit $rc)" test "$rc" = 0
+wait "$spid"; src=$?
+check "  ... and the first session finishes (exit $src)" bash -c "[ $src = 0 ] && cmp -s '$work/src/slow.bin' '$work/one/slow.bin'"
+rcp "$work/src/p.txt" "$addr:one/third.txt"; rc=$?
+check "  ... after which the module takes a session again (exit $rc)" test "$rc" = 0
+# A client that stalls 4 s before its only chunk is dropped by idle_timeout = 2
+env RCP_TEST_FAULT=source-delay-ms=4000 timeout 60 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" \
+  "$work/src/one-chunk.bin" "$addr:other/stalled.bin" 2> "$work/err"; rc=$?
+check "idle_timeout 2: a stalled session is dropped (client exit $rc), nothing left" \
+  bash -c "[ $rc != 0 ] && [ ! -e '$work/other/stalled.bin' ] && [ -z \"\$(find '$work/other' -name '.*.rcp-*')\" ]"
+check "  ... and the daemon says why" grep -q "no progress from .* for 2 s" "$dlog"
+stop_daemon
+check "pid_file removed at exit" test ! -e "$work/rcpd.pid"
+
 # --- privilege drop ----------------------------------------------------------------------------
 if [ "$(id -u)" = 0 ]; then
   id rcpdtest > /dev/null 2>&1 || useradd -r -M -s /usr/sbin/nologin rcpdtest

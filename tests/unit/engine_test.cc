@@ -1032,3 +1032,27 @@ TEST_CASE("engine: a source with more slots than kMaxFilesOpen never begins more
   REQUIRE(c.sink->ok());
   CHECK(c.sink->value().files_ok == paths.size());
 }
+
+TEST_CASE("engine: a source holds at most max_files_open files begun and not ended (rcpd's max_files_per_session)") {
+  TempDir src, dst;
+  std::vector<std::string> paths;
+  for (uint32_t i = 0; i < 40; ++i) {
+    paths.push_back(src.str("f" + std::to_string(i)));
+    write_file(paths.back(), pattern(100, i));
+  }
+  SessionOptions opt = options();
+  opt.slots = 64;  // slots enough to begin every file at once
+  opt.max_files_open = 3;
+  FakeLink link;
+  int open = 0, most = 0;
+  link.set_hook(Side::a, [&](wire::Message& m, std::vector<wire::Message>& out) {
+    if (std::holds_alternative<wire::FileBegin>(m)) most = std::max(most, ++open);
+    if (std::holds_alternative<wire::FileEnd>(m)) --open;
+    out.push_back(m);
+  });
+  auto c = copy(link, paths, dst.str(), opt);
+  REQUIRE(c.source->ok());
+  REQUIRE(c.sink->ok());
+  CHECK(c.sink->value().files_ok == paths.size());
+  CHECK(most == 3);
+}
