@@ -94,6 +94,7 @@ void reload(Daemon& d) {
     d.exports = std::move(ex.value());
   }
   log_notice("reloaded {} ({} module(s))", d.config_file, d.current()->modules.size());
+  if (d.current()->modules.empty()) log_notice("{} configures no module: serving nothing", d.config_file);
 }
 
 /// Started as root with `user` set: drop to that user (and its group, or
@@ -329,6 +330,9 @@ int run(Daemon& d, const std::vector<std::string>& listen, uint16_t rdma_port, u
     log_error("{}", s.error().message());
     return 1;
   }
+  if (d.current()->modules.empty())
+    log_notice("{} configures no module: serving nothing until a [modules.NAME] table is added "
+               "(then reload: SIGHUP, systemctl reload rcpd)", d.config_file);
   log_notice("ready");
   notify_ready();  // Type=notify (packaging/rcpd.service); a no-op outside systemd
   // SIGHUP only sets a flag; the reload itself runs here, off the signal handler.

@@ -331,9 +331,8 @@ Result<DaemonConfig> parse_config_string(std::string_view text, std::string_view
       return ck.at(k.source(), kn, "unknown key (expected [daemon] or [modules.NAME])");
     }
   }
-  if (c.modules.empty()) {
-    return make_error(EINVAL, std::string(filename) + ":1: modules: no [modules.NAME] table: nothing to export");
-  }
+  // No module is a valid file (the packaged one ships that way): rcpd
+  // starts, says it serves nothing, and a reload adds modules.
   return c;
 }
 

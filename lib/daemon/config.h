@@ -54,7 +54,7 @@ struct DaemonConfig {
   uint32_t idle_timeout = 600;      ///< seconds without progress before a session is dropped; 0 = never
   uint32_t hash_threads = 1;        ///< as rcpd --hash-threads
   std::string pid_file;             ///< empty = none
-  std::vector<ModuleConfig> modules;  ///< in file order; at least one
+  std::vector<ModuleConfig> modules;  ///< in file order; may be empty (then nothing is served)
 
   const ModuleConfig* find_module(std::string_view name) const;
 };

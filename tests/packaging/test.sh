@@ -114,6 +114,16 @@ expect_ours "rsh-client removed, rcp stays"
 expect_ours "rsh-client reinstalled over rcp"
 "${apt[@]}" remove rsh-client > /dev/null
 
+step "the packaged /etc/rcpd.conf serves nothing, and says so"
+port0=$(( 20000 + RANDOM % 20000 ))
+(ulimit -l unlimited 2>/dev/null; exec timeout 5 runuser -u rcpd -- /usr/sbin/rcpd --config /etc/rcpd.conf \
+   --listen 127.0.0.1 --tcp-port "$port0" --transport tcp) > "$work/empty.log" 2>&1 &
+empty_pid=$!
+for _ in $(seq 50); do grep -q ready "$work/empty.log" && break; sleep 0.1; done
+grep -q "configures no module: serving nothing" "$work/empty.log" || { cat "$work/empty.log"; fail "the packaged config: no 'serving nothing' line"; }
+kill "$empty_pid" 2>/dev/null; wait "$empty_pid" 2>/dev/null || true
+ok "the packaged config starts rcpd, which logs that it serves nothing"
+
 step "the installed rcpd serves a file to the installed rcp"
 mkdir -p "$work/export" "$work/back"
 chown rcpd: "$work/export"
@@ -122,10 +132,7 @@ head -c $((8 << 20)) /dev/urandom > "$work/sample.bin"
 # The installed config plus one read-write test module.
 cp /etc/rcpd.conf "$work/rcpd.conf"
 printf '\n[modules.t]\npath = "%s"\nread_only = false\n' "$work/export" >> "$work/rcpd.conf"
-# TODO(issue 9): rcpd --config lands on another branch. Until then the test module is given on
-# the command line; once merged, switch to the installed config plus the module above:
-#   module_args=(--config "$work/rcpd.conf")
-module_args=(--export "t=$work/export")
+module_args=(--config "$work/rcpd.conf")
 port=$(( 20000 + RANDOM % 20000 ))
 # As the unit runs it: user rcpd, LimitMEMLOCK=infinity (io_uring fixed buffers are locked
 # memory). Where even root may not raise the limit (a container without CAP_SYS_RESOURCE), a

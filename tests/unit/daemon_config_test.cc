@@ -237,8 +237,9 @@ TEST_CASE("config: missing and conflicting keys") {
   parse_ok(kMod + "read_only = false\nwrite_only = true\n");
   parse_err(kMod + "auth_users = [\"alice\"]\n", 3, "modules.m.secrets_file");
   parse_err(kMod + "secrets_file = \"/etc/s\"\n", 3, "modules.m.auth_users");
-  parse_err("[daemon]\nport = 1\n", 1, "modules");
-  parse_err("", 1, "modules");
+  // No module at all is valid: rcpd starts and serves nothing (the packaged file).
+  parse_ok("[daemon]\nport = 1\n");
+  parse_ok("");
 }
 
 TEST_CASE("config: characters toml++ 3.3 mishandles are refused before it parses") {
@@ -311,4 +312,11 @@ TEST_CASE("config: size bound and load_config") {
 
   unlink(path.c_str());
   rmdir(dir);
+}
+
+TEST_CASE("daemon config: a file with no module is valid and serves nothing") {
+  auto c = parse_config_string("[daemon]\nmax_connections = 4\n", "empty.conf");
+  REQUIRE(c.ok());
+  CHECK(c->modules.empty());
+  CHECK(c->max_connections == 4);
 }
