@@ -95,6 +95,16 @@ dpkg-query -W -f='${Conffiles}\n' rcpd | grep -q '^ /etc/rcpd.conf ' || fail "/e
 getent passwd rcpd > /dev/null || fail "no rcpd user"
 [ -e /lib/systemd/system/rcpd.service ] || fail "no rcpd.service"
 ok "rcpd --version, man -w rcpd, conffile /etc/rcpd.conf, user rcpd, rcpd.service"
+for f in /usr/share/bash-completion/completions/rcp /usr/share/zsh/vendor-completions/_rcp \
+         /usr/bin/rcp-sync /lib/systemd/system/rcp-sync@.service /lib/systemd/system/rcp-sync@.timer \
+         /lib/systemd/system-generators/rcp-sync-generator /usr/share/doc/rcp/examples/nightly.toml; do
+  [ -e "$f" ] || fail "$f not installed"
+done
+[ -d /etc/rcp/jobs ] || fail "no /etc/rcp/jobs"
+[ "$(man -w rcp-sync)" = /usr/share/man/man8/rcp-sync.8.gz ] || fail "man -w rcp-sync: $(man -w rcp-sync)"
+rcp-sync -n /usr/share/doc/rcp/examples/nightly.toml | grep -q '^/usr/bin/rcp.rdma .* -- /srv/data/ backup@backup-host:replicas/data/$' \
+  || fail "rcp-sync -n on the example job: $(rcp-sync -n /usr/share/doc/rcp/examples/nightly.toml 2>&1)"
+ok "completion (bash, zsh), rcp-sync with its units, generator, man page, example job"
 
 step "alternatives, order 1: rcp first, then rsh-client"
 "${apt[@]}" install rsh-client > /dev/null
