@@ -40,6 +40,32 @@ for b in "$@"; do
     echo "FAIL auto picks rdma: $(cat "$w/err")"; total_fail=$((total_fail + 1))
   fi
   kill "$dp"; wait "$dp" 2>/dev/null; rm -rf "$w"
+  # rcpd's default listen (*) is both families on rdma_cm too: one IPv6 wildcard (AFONLY off)
+  # that takes an IPv4 client; rcpd.conf's default ["0.0.0.0", "::"] binds both side by side.
+  echo "rdma_tier: === default listen takes IPv4 over rdma_cm ($b) ==="
+  w=/tmp/rcp-dual-$$; mkdir -p "$w/exp"; head -c 300000 /dev/urandom > "$w/f"
+  "$b/rcpd/rcpd" --listen "*:7494" --export d="$w/exp" -v > "$w/d.log" 2>&1 &
+  dp=$!
+  for _ in $(seq 100); do grep -q ready "$w/d.log" && break; sleep 0.05; done
+  "$b/rcp/rcp" --transport rdma -P 7493 "$w/f" "$addr:d/f" 2> "$w/err"
+  if grep -q "listening on rdma \[::\]:7493" "$w/d.log" && cmp -s "$w/f" "$w/exp/f"; then
+    echo "PASS default listen: rdma_cm on [::]:7493 serves an IPv4 client"; total_pass=$((total_pass + 1))
+  else
+    echo "FAIL default listen over rdma: $(cat "$w/err") / $(grep listening "$w/d.log")"; total_fail=$((total_fail + 1))
+  fi
+  kill "$dp"; wait "$dp" 2>/dev/null
+  printf '[daemon]\nlisten = ["0.0.0.0", "::"]\nport = 7497\ntcp_port = 7498\n[modules.d]\npath = "%s"\nread_only = false\n' "$w/exp" > "$w/c.conf"
+  "$b/rcpd/rcpd" --config "$w/c.conf" -v > "$w/d2.log" 2>&1 &
+  dp=$!
+  for _ in $(seq 100); do grep -q ready "$w/d2.log" && break; sleep 0.05; done
+  rm -f "$w/exp/f"
+  "$b/rcp/rcp" --transport rdma -P 7497 "$w/f" "$addr:d/f" 2> "$w/err"
+  if [ "$(grep -c 'listening on rdma' "$w/d2.log")" = 2 ] && cmp -s "$w/f" "$w/exp/f"; then
+    echo "PASS rcpd.conf listen [0.0.0.0, ::]: two rdma_cm listeners side by side, IPv4 served"; total_pass=$((total_pass + 1))
+  else
+    echo "FAIL rcpd.conf dual listen over rdma: $(cat "$w/err") / $(cat "$w/d2.log")"; total_fail=$((total_fail + 1))
+  fi
+  kill "$dp"; wait "$dp" 2>/dev/null; rm -rf "$w"
 done
 echo "rdma_tier: $total_pass passed, $total_fail failed (RDMA tests run over $devs, none skipped)"
 echo "$total_pass passed, $total_fail failed"

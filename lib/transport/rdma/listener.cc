@@ -4,6 +4,7 @@
 // the connection, answers with our hello and hands the daemon a connection
 // that is already made. Join requests (extra queue pairs of a session,
 // joins.h) are handled here entirely and yield no connection.
+#include <netinet/in.h>
 #include <algorithm>
 #include <fmt/core.h>
 #include <memory>
@@ -39,17 +40,42 @@ class RdmaListener final : public Listener {
  public:
   explicit RdmaListener(RdmaOptions opt) : opt_(opt) {}
 
+  /// host "" (rcpd's "*"): the IPv6 wildcard taking IPv4 too (AFONLY off),
+  /// or the IPv4 wildcard where the host has no IPv6. An explicit IPv6
+  /// address is IPv6-only, so "0.0.0.0" and "::" (rcpd.conf's default
+  /// listen) bind side by side on one port, as TCP's IPV6_V6ONLY does.
   Status listen(const std::string& host, uint16_t port) {
     ch_.reset(rdma_create_event_channel());
     if (!ch_) return sys_error("rdma_create_event_channel (is an RDMA device present?)");
+    if (host.empty()) {
+      sockaddr_storage ss{};
+      auto* a6 = reinterpret_cast<sockaddr_in6*>(&ss);
+      a6->sin6_family = AF_INET6;
+      a6->sin6_addr = in6addr_any;
+      a6->sin6_port = htons(port);
+      if (bind_and_listen(ss, false).ok()) return set_nonblock(ch_->fd);
+      RCP_ASSIGN(ss, resolve("0.0.0.0", port, true));
+      RCP_TRY(bind_and_listen(ss, false));
+      return set_nonblock(ch_->fd);
+    }
+    RCP_ASSIGN(sockaddr_storage ss, resolve(host, port, true));
+    RCP_TRY(bind_and_listen(ss, true));
+    return set_nonblock(ch_->fd);
+  }
+
+  Status bind_and_listen(sockaddr_storage& ss, bool v6only) {
     rdma_cm_id* raw = nullptr;
     if (rdma_create_id(ch_.get(), &raw, nullptr, RDMA_PS_TCP) != 0) return sys_error("rdma_create_id");
     id_.reset(raw);
-    RCP_ASSIGN(sockaddr_storage ss, resolve(host, port, true));
     addr_ = sockaddr_string(reinterpret_cast<sockaddr*>(&ss));
+    if (ss.ss_family == AF_INET6) {
+      int only = v6only ? 1 : 0;
+      if (rdma_set_option(raw, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &only, sizeof only) != 0)
+        return sys_error("rdma_set_option AFONLY " + addr_);
+    }
     if (rdma_bind_addr(raw, reinterpret_cast<sockaddr*>(&ss)) != 0) return sys_error("rdma_bind_addr " + addr_);
     if (::rdma_listen(raw, 64) != 0) return sys_error("rdma_listen " + addr_);
-    return set_nonblock(ch_->fd);
+    return {};
   }
 
   const char* kind() const override { return "rdma"; }
