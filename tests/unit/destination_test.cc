@@ -135,3 +135,35 @@ TEST_CASE("DestinationTree takes one file, and no directory, into a file destina
   PlacedEntry dir = tree.place("d", true, 0755, "peer");
   CHECK(dir.error == "a directory was sent to the file destination '" + s.at("out.bin") + "'");
 }
+
+TEST_CASE("a FIFO or socket where a file would land is never replaced; a file or symlink is") {
+  Scratch s;
+  REQUIRE(::mkfifo(s.at("fifo").c_str(), 0600) == 0);
+  s.file("plain");
+  REQUIRE(::symlink("plain", s.at("link").c_str()) == 0);
+  int dfd = ::open(s.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  REQUIRE(dfd >= 0);
+  auto r = check_replaceable(dfd, "fifo", "x/fifo");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().context.find("x/fifo") != std::string::npos);
+  CHECK(r.error().context.find("FIFO") != std::string::npos);
+  CHECK(check_replaceable(dfd, "plain", "plain").ok());
+  CHECK(check_replaceable(dfd, "link", "link").ok());
+  CHECK(check_replaceable(dfd, "absent", "absent").ok());
+  // Through DestinationTree: a push into the directory fails that one file, the FIFO stays.
+  Destination d;
+  d.dir.reset(dfd);
+  d.is_dir = true;
+  d.shown = s.dir;
+  DestinationTree tree(d);
+  PlacedEntry e = tree.place("fifo", false, 0644, "peer", 10);
+  CHECK(e.error.find("FIFO") != std::string::npos);
+  struct stat st;
+  REQUIRE(::lstat(s.at("fifo").c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  // And a local destination naming it is refused before anything connects.
+  auto local = resolve_destination_local(s.at("fifo"), false);
+  REQUIRE_FALSE(local.ok());
+  CHECK(local.error().context.find("FIFO") != std::string::npos);
+  CHECK(resolve_destination_local(s.at("plain"), false).ok());
+}
