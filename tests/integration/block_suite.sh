@@ -179,7 +179,11 @@ rcp "$addr:diska" "$out/pulled.img"; rc=$?
 check "pull of a device module: the whole device, byte-identical (exit $rc)" \
   bash -c "[ $rc -eq 0 ] && cmp -s '$A' '$out/pulled.img'"
 rcp "$addr:diska/x" "$out/x"; rc=$?
-check "a path below a device module: refused (exit $rc)" bash -c "[ $rc -ne 0 ] && [ ! -e '$out/x' ]"
+check "a path below a device module: refused (exit $rc), saying the module is a device" \
+  bash -c "[ $rc -ne 0 ] && [ ! -e '$out/x' ] && grep -q 'exports a block device' '$work/err'"
+rcp "$work/small" "$addr:diskb/x"; rc=$?
+check "a push to a path below a device module: refused (exit $rc), saying the module is a device" \
+  bash -c "[ $rc -ne 0 ] && grep -q 'exports a block device' '$work/err'"
 rcp "$work/small" "$addr:diska"; rc=$?
 check "push into a device module that is read-only (the default): refused (exit $rc), device untouched" \
   bash -c "[ $rc -ne 0 ] && cmp -s '$A' '$out/pulled.img'"
