@@ -23,8 +23,9 @@ cleanup() {
   rm -rf "$w"
 }
 trap cleanup EXIT
+# (sparse images; each row's copy is removed after it, and dst must hold the whole src device)
 for side in src dst; do
-  truncate -s $((mib * 2 + 256))M "$w/$side.img"
+  if [ $side = src ]; then truncate -s $((mib + 128))M "$w/$side.img"; else truncate -s $((mib * 2 + 384))M "$w/$side.img"; fi
   l=$(losetup -f --show "$w/$side.img"); loops+=("$l")
   mkfs.ext4 -q -F "$l"; mkdir -p "$w/$side"; mount "$l" "$w/$side"
 done
@@ -41,7 +42,7 @@ path = "$w/dst/dir"
 read_only = false
 direct = true
 TOML
-port=18481
+port=$((40000 + $$ % 10000))  # away from bench/run's 18470s and the suites' 20000-40000
 "$RCPD" --config "$w/rcpd.conf" --listen 127.0.0.1 -P $port --tcp-port $((port + 1)) --transport tcp \
   > "$w/rcpd.log" 2>&1 &
 dp=$!; pids+=("$dp")
@@ -66,17 +67,20 @@ for mode in buffered direct; do
   d1=$(ticks "$dp")
   read -r wall u s < "$w/t"
   cmp -s "$w/src/f" "$w/dst/$mod/f" || { echo "blockdev.sh: $mode copy differs" >&2; exit 1; }
-  row "rcp $opt --fsync push (module direct = $([ $mode = direct ] && echo true || echo false))" "$wall" \
+  rm -f "$w/dst/$mod/f"
+  row "rcp ${opt:+$opt }--fsync push (module direct = $([ $mode = direct ] && echo true || echo false))" "$wall" \
     "$(echo "$u + $s" | bc -l)" "$(echo "($d1 - $d0) / $hz" | bc -l)"
 done
 # dd iflag=direct | nc: the receiver syncs what it wrote (as --fsync does).
 drop "$w/src/f"
-/usr/bin/time -f '%e %U %S' -o "$w/tr" sh -c "nc -l 127.0.0.1 $((port + 3)) > '$w/dst/nc/f' && sync '$w/dst/nc/f'" &
-rp=$!; sleep 0.3
+/usr/bin/time -f '%e %U %S' -o "$w/tr" sh -c "nc -l -d 127.0.0.1 $((port + 3)) > '$w/dst/nc/f' && sync '$w/dst/nc/f'" &
+rp=$!
+for _ in $(seq 100); do ss -ltn | grep -q ":$((port + 3)) " && break; sleep 0.05; done
 /usr/bin/time -f '%e %U %S' -o "$w/ts" sh -c "dd if='$w/src/f' iflag=direct bs=1M status=none | nc -N 127.0.0.1 $((port + 3))"
 wait $rp
 read -r wall u s < "$w/ts"; read -r rwall ru rs < "$w/tr"
-cmp -s "$w/src/f" "$w/dst/nc/f" || { echo "blockdev.sh: nc copy differs" >&2; exit 1; }
+cmp -s "$w/src/f" "$w/dst/nc/f" || { echo "blockdev.sh: nc copy differs: $(stat -c %s "$w/src/f" "$w/dst/nc/f" | tr '\n' ' ')" >&2; exit 1; }
+rm -f "$w/dst/nc/f"
 row "dd iflag=direct bs=1M \\| nc (receiver: nc > file; sync)" "$rwall" "$(echo "$u + $s" | bc -l)" "$(echo "$ru + $rs" | bc -l)"
 # rsync --copy-devices reading the source's loop device itself (whole device: scaled to MIB).
 if rsync --help 2>&1 | grep -q -- --copy-devices; then
@@ -95,6 +99,7 @@ CONF
   /usr/bin/time -f '%e %U %S' -o "$w/t" rsync --copy-devices --whole-file "$dev_src" "rsync://127.0.0.1:$((port + 4))/rs/dev.img"
   r1=$(ticks "$rsp")
   read -r wall u s < "$w/t"
+  cmp -s "$dev_src" "$w/dst/rs/dev.img" || { echo "blockdev.sh: rsync copy of the device differs" >&2; exit 1; }
   mount "$dev_src" "$w/src"
   printf '| rsync --copy-devices --whole-file DEVICE (%s MiB device; daemon CPU incl. its children) | %.0f | %.2f | %.2f |\n' \
     "$dev_mib" "$(echo "$dev_mib * 1.048576 / $wall" | bc -l)" "$(echo "($u + $s) * 1024 / $dev_mib" | bc -l)" \
