@@ -103,7 +103,6 @@ bool expected(const ExpectedNames& x, const std::string& name, bool is_dir) {
 PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigned mode, const std::string& peer,
                                    uint64_t size) {
   PlacedEntry e;
-  if (dest_.device) return place_on_device(is_dir, size);
   std::string target;
   int dir_fd = dest_.dir.get();
   e.mode = mode & 0777;
@@ -114,6 +113,7 @@ PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigne
     ++seen_;
     return e;
   }
+  if (dest_.device) return place_on_device(is_dir, size);
   if (dest_.is_dir) {
     e.shown = dest_.shown + (dest_.shown.empty() || dest_.shown.back() == '/' ? "" : "/") + name;
     // A name may carry directories (recursive copies), but only plain

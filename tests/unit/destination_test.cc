@@ -11,6 +11,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -166,4 +168,52 @@ TEST_CASE("a FIFO or socket where a file would land is never replaced; a file or
   REQUIRE_FALSE(local.ok());
   CHECK(local.error().context.find("FIFO") != std::string::npos);
   CHECK(resolve_destination_local(s.at("plain"), false).ok());
+}
+
+TEST_CASE("a device destination takes one file that fits, only what was asked for, written in place") {
+  Scratch s;
+  s.file("dev", std::string(4096, 'd'));  // stands in for the device: place() only needs its fd and size
+  auto make = [&] {
+    Destination d;
+    d.shown = "/dev/fake";
+    d.device = std::make_shared<DeviceTarget>();
+    d.device->fd.reset(::open(s.at("dev").c_str(), O_WRONLY | O_CLOEXEC));
+    REQUIRE(d.device->fd.valid());
+    d.device->size = 4096;
+    d.device->shown = "/dev/fake";
+    return d;
+  };
+  {
+    Destination d = make();
+    d.expect = ExpectedNames{"disk.img", false};
+    DestinationTree tree(d);
+    PlacedEntry e = tree.place("other.img", false, 0644, "peer", 100);
+    CHECK(e.error.find("not what was asked for") != std::string::npos);
+    CHECK_FALSE(e.tmp.is_device());
+  }
+  {
+    Destination d = make();
+    DestinationTree tree(d);
+    PlacedEntry e = tree.place("disk.img", false, 0644, "peer", 4097);
+    CHECK(e.error.find("smaller") != std::string::npos);
+    CHECK(e.error.find("nothing written") != std::string::npos);
+    CHECK_FALSE(e.tmp.is_device());
+  }
+  {
+    Destination d = make();
+    DestinationTree tree(d);
+    CHECK(tree.place("sub", true, 0755, "peer", 0).error.find("directory") != std::string::npos);
+  }
+  {
+    Destination d = make();
+    DestinationTree tree(d);
+    PlacedEntry e = tree.place("disk.img", false, 0644, "peer", 4096);
+    CHECK(e.error.empty());
+    CHECK(e.tmp.is_device());
+    CHECK(e.tmp.temp_name().empty());  // no temp file, nothing to rename
+    CHECK(tree.place("second", false, 0644, "peer", 1).error.find("exactly one") != std::string::npos);
+    CHECK(e.tmp.commit(0644, false).ok());
+  }
+  // Nothing but the device was created beside it.
+  CHECK(std::distance(std::filesystem::directory_iterator(s.dir), std::filesystem::directory_iterator{}) == 1);
 }
