@@ -55,9 +55,13 @@ struct Options {
   uint32_t chunk_kib = 1024;
   uint32_t window = 16;
   bool fsync = false;
+  bool direct = false;  // --direct: O_DIRECT for the local files' data
   uint32_t streams = 0;  // 0: the transport's default
   bool no_zerocopy = false;
   bool recursive = false;
+  bool copy_devices = false;   // --copy-devices: a block device source is sent as a file
+  bool write_devices = false;  // --write-devices: a block device destination is written in place
+  bool force = false;          // --force: a mounted (or otherwise held) device destination too
   unsigned hash_threads = 1;
   std::string password_file;
 };
@@ -137,7 +141,7 @@ Result<std::vector<SourceOpener>> push_sources(const std::vector<std::string>& s
       total_bytes += static_cast<uint64_t>(st.st_size);
       ++total_files;
     }
-    RCP_ASSIGN(SourceSet set, expand_source(AT_FDCWD, s, s, false, o.recursive));
+    RCP_ASSIGN(SourceSet set, expand_source(AT_FDCWD, s, s, false, o.recursive, o.copy_devices));
     tree = tree || set.tree;
     if (!o.quiet)
       for (auto& k : set.skipped) say("warning: skipping '{}/{}': not a regular file or directory (symlinks are not followed)", s, k);
@@ -153,6 +157,7 @@ Settings settings(const Options& o, Checksum algo) {
   s.chunk_size = o.chunk_kib * 1024;
   s.window = o.window;
   s.fsync = o.fsync;
+  s.direct = o.direct;
   s.hash_threads = o.hash_threads;
   s.streams = o.streams;
   s.cancel = &g_cancel;
@@ -391,9 +396,18 @@ int run(const Options& o, const CLI::App& app) {
   } else if (!listing) {
     bool multi = srcs.size() > 1 || o.recursive;
     for (size_t i = 0; i + 1 < addrs.size(); ++i) multi = multi || has_glob(addrs[i].path);
-    auto dd = resolve_destination_local(o.args.back(), multi);
+    auto dd = resolve_destination_local(o.args.back(), multi, LocalDeviceOptions{o.write_devices, o.force});
     if (!dd.ok()) return fail(dd.error(), cli::Phase::local);
     dest.emplace(std::move(dd.value()));
+    if (dest->device) {
+      // In place, so nothing unverified may reach it: every chunk is checked before it is written.
+      if (*algo == Checksum::none && r.secret.empty()) {
+        say("'{}' is a block device written in place: --checksum none is refused (every chunk is verified "
+            "before it is written)", o.args.back());
+        return ec::kUsage;
+      }
+      if (!o.quiet) say("{}", in_place_warning(o.args.back()));
+    }
   }
 
   auto h = pick_family(remote.host, o);
@@ -432,7 +446,9 @@ int run(const Options& o, const CLI::App& app) {
       // Only what was asked for may arrive: the requested path's own name,
       // and with -r the names below it (the daemon cleans the path the same way).
       auto rest = clean_relative(split_module(a.module_path()).second);
-      dest->expect = ExpectedNames{rest.ok() && !rest->empty() ? base_name(rest.value()) : "", o.recursive};
+      // (HOST:MODULE alone without -r: a device module, which sends its own name.)
+      dest->expect = ExpectedNames{rest.ok() && !rest->empty() ? base_name(rest.value()) : o.recursive ? "" : a.module,
+                                   o.recursive};
       auto key = r.authenticate(ch, a);
       if (!key.ok()) return fail(key.error(), cli::Phase::session, cli::to_string(a));
       so.chunk_key = key.value();
@@ -543,6 +559,17 @@ int main(int argc, char** argv) {
       ->type_name("N")
       ->check(range(0, 64));
   app.add_flag("-r,--recursive", o.recursive, "copy directories and everything below them");
+  app.add_flag("--copy-devices", o.copy_devices, "send a block device named as a source as a file of its size");
+  app.add_flag("--write-devices", o.write_devices,
+               "write a block device named as the destination in place (never replaced; refused when mounted, "
+               "smaller than the source, or with --checksum none)");
+  app.add_flag_callback(
+      "--devices-as-files", [&o] { o.copy_devices = o.write_devices = true; },
+      "both --copy-devices and --write-devices");
+  app.add_flag("--force", o.force, "with --write-devices: write a device even when it is mounted or in use");
+  app.add_flag("--direct", o.direct,
+               "O_DIRECT reads and writes of the local files' data (buffered where the file system refuses it; "
+               "-v says so)");
   app.add_flag("--fsync", o.fsync, "fsync each file before renaming it into place");
   app.add_option("--password-file", o.password_file,
                  "authenticate as USER (from USER@HOST:...) with the secret on the first line of FILE "

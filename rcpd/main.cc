@@ -23,6 +23,7 @@
 #include <optional>
 #include <thread>
 
+#include "daemon/device_module.h"
 #include "daemon/exports.h"
 #include "daemon/glob.h"
 #include "daemon/listeners.h"
@@ -248,6 +249,7 @@ void serve(Daemon& d, Transport& t) {
   Settings set = d.settings;
   set.checksum = open->checksum;
   set.fsync = open->flags & wire::kOpenFsync;
+  set.direct = adm->module->cfg.direct;  // the module's choice, never the client's
   std::optional<std::array<uint8_t, 32>> chunk_key;
   if (adm->keys) chunk_key = adm->keys->data;
   auto opts = [&](Role r) {
@@ -260,13 +262,20 @@ void serve(Daemon& d, Transport& t) {
   };
   const auto t0 = std::chrono::steady_clock::now();
   Result<TransferStats> st = TransferStats{};
+  const daemon::ModuleConfig& mc = adm->module->cfg;
+  if (mc.is_device())
+    if (Status ok = daemon::check_device_path(mc, rel.value()); !ok.ok()) return refuse(ok.error());
   if (open->op == wire::Op::put) {
-    auto dest = resolve_destination_beneath(root, rel.value(), open->flags & wire::kOpenMulti, shown);
+    auto dest = mc.is_device()
+                    ? daemon::device_destination(mc, *open, open->checksum != Checksum::none || chunk_key.has_value())
+                    : resolve_destination_beneath(root, rel.value(), open->flags & wire::kOpenMulti, shown);
     if (!dest.ok()) return refuse(dest.error());
+    if (dest->device) log_info("{}: {}", t.peer(), in_place_warning(mc.device));
     if (auto s = ch.send(wire::OpenOk{static_cast<uint8_t>(dest->is_dir)}); !s.ok()) return refuse(s.error());
     st = run_sink(ch, dest.value(), opts(Role::sink));
   } else {
-    auto files = get_sources(root, rel.value(), shown, open->flags & wire::kOpenRecursive);
+    auto files = mc.is_device() ? Result<std::vector<SourceOpener>>(daemon::device_sources(mc))
+                                : get_sources(root, rel.value(), shown, open->flags & wire::kOpenRecursive);
     if (!files.ok()) return refuse(files.error());
     if (auto s = ch.send(wire::OpenOk{0}); !s.ok()) return refuse(s.error());
     st = run_source(ch, std::move(files.value()), opts(Role::source));

@@ -172,6 +172,8 @@ Result<ModuleConfig> parse_module(const Checker& ck, std::string_view name, cons
   const toml::node* secrets_node = nullptr;
   const toml::node* users_node = nullptr;
   const toml::node* wo_node = nullptr;
+  const toml::node* path_node = nullptr;
+  const toml::node* device_node = nullptr;
   for (auto&& [k, v] : *tbl) {
     const std::string key = prefix + "." + std::string(k.str());
     const std::string_view kn = k.str();
@@ -179,6 +181,13 @@ Result<ModuleConfig> parse_module(const Checker& ck, std::string_view name, cons
       RCP_ASSIGN(m.path, ck.string(v, key));
       if (m.path.empty() || m.path[0] != '/') return ck.at(v.source(), key, "must be an absolute path");
       have_path = true;
+      path_node = &v;
+    } else if (kn == "device") {
+      RCP_ASSIGN(m.device, ck.string(v, key));
+      if (m.device.empty() || m.device[0] != '/') return ck.at(v.source(), key, "must be an absolute path");
+      device_node = &v;
+    } else if (kn == "direct") {
+      RCP_ASSIGN(m.direct, ck.boolean(v, key));
     } else if (kn == "comment") {
       RCP_ASSIGN(m.comment, ck.string(v, key));
       if (m.comment.size() > 256) return ck.at(v.source(), key, "longer than 256 bytes");
@@ -212,7 +221,10 @@ Result<ModuleConfig> parse_module(const Checker& ck, std::string_view name, cons
       return ck.at(k.source(), key, "unknown key");
     }
   }
-  if (!have_path) return ck.at(tbl->source(), prefix + ".path", "missing (every module needs a directory)");
+  if (path_node != nullptr && device_node != nullptr)
+    return ck.at(device_node->source(), prefix + ".device", "a module exports a directory (path) or a device, not both");
+  if (!have_path && device_node == nullptr)
+    return ck.at(tbl->source(), prefix + ".path", "missing (every module needs a directory, or a device)");
   if (m.read_only && m.write_only) {
     return ck.at(wo_node->source(), prefix + ".write_only",
                  "write_only = true needs read_only = false (read_only is true unless set)");

@@ -22,10 +22,12 @@ namespace rcp::daemon {
 /// Which transports the daemon listens on.
 enum class TransportChoice { auto_, rdma, tcp };
 
-/// One exported directory, `[modules.NAME]`.
+/// One exported directory (or block device), `[modules.NAME]`.
 struct ModuleConfig {
   std::string name;
-  std::string path;                ///< absolute; required
+  std::string path;                ///< absolute; required unless `device` is given
+  std::string device;              ///< absolute path of a block device exported instead of a directory
+  bool direct = false;             ///< O_DIRECT reads and writes of the module's data (io/direct.h)
   std::string comment;             ///< shown to clients that list modules
   bool read_only = true;           ///< refuse pushes (the default: exporting is read-only unless said otherwise)
   bool write_only = false;         ///< refuse pulls
@@ -35,6 +37,7 @@ struct ModuleConfig {
   std::string secrets_file;        ///< required with auth_users, refused without
   uint32_t max_connections = 0;    ///< 0 = only the daemon-wide limit applies
   bool auth_required() const { return !auth_users.empty(); }
+  bool is_device() const { return !device.empty(); }
   bool has_user(std::string_view user) const;
 };
 

@@ -85,9 +85,18 @@ Result<std::shared_ptr<const Exports>> open_exports(DaemonConfig cfg) {
   for (const ModuleConfig& mc : cfg.modules) {
     auto m = std::make_shared<Module>();
     m->cfg = mc;
-    int fd = ::open(mc.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return sys_error(fmt::format("{}: module {}: cannot open directory '{}'", cfg.file, mc.name, mc.path));
-    m->root.reset(fd);
+    if (mc.is_device()) {
+      // Opened per session, by this configured path only (never one a client sends).
+      struct stat st;
+      if (::stat(mc.device.c_str(), &st) != 0)
+        return sys_error(fmt::format("{}: module {}: device '{}'", cfg.file, mc.name, mc.device));
+      if (!S_ISBLK(st.st_mode))
+        return make_error(EINVAL, fmt::format("{}: module {}: '{}' is not a block device", cfg.file, mc.name, mc.device));
+    } else {
+      int fd = ::open(mc.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0) return sys_error(fmt::format("{}: module {}: cannot open directory '{}'", cfg.file, mc.name, mc.path));
+      m->root.reset(fd);
+    }
     if (mc.auth_required()) {
       auto s = load_secrets(mc.secrets_file);
       if (!s.ok()) return make_error(s.error().code, fmt::format("{}: module {}: secrets_file: {}", cfg.file, mc.name,

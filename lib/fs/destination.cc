@@ -13,6 +13,16 @@ namespace rcp {
 
 namespace {
 
+/// What a stat says stands at a destination path, for a refusal.
+const char* node_kind(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISDIR(m)) return "a directory";
+  return "not a regular file";
+}
+
 Result<Destination> finish_destination(Result<Fd> as_dir, Result<Fd> parent, std::string leaf,
                                        bool multi, std::string shown) {
   Destination d;
@@ -43,7 +53,19 @@ Result<Destination> resolve_destination_beneath(int root_fd, std::string_view re
   return finish_destination(std::move(as_dir), std::move(parent), base_name(rel), multi, std::move(shown));
 }
 
-Result<Destination> resolve_destination_local(const std::string& path, bool multi) {
+Result<Destination> resolve_destination_local(const std::string& path, bool multi, LocalDeviceOptions dev) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+    if (!S_ISBLK(st.st_mode) || !dev.write_devices)
+      return make_error(EEXIST, fmt::format("destination '{}' is {}: refused, it is never replaced{}", path,
+                                            node_kind(st.st_mode),
+                                            S_ISBLK(st.st_mode) ? " (--write-devices writes the device in place)" : ""));
+    if (multi) return make_error(ENOTDIR, "destination '" + path + "' is a block device: it takes exactly one file");
+    Destination d;
+    d.shown = path;
+    RCP_ASSIGN(d.device, open_device_target(path, path, dev.force));
+    return d;
+  }
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   Result<Fd> as_dir = fd >= 0 ? Result<Fd>(Fd(fd)) : Result<Fd>(sys_error("'" + path + "'"));
   if (as_dir.ok()) return finish_destination(std::move(as_dir), make_error(ENOENT, path), "", multi, path);
@@ -52,6 +74,13 @@ Result<Destination> resolve_destination_local(const std::string& path, bool mult
   int pfd = ::open(parent_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   Result<Fd> parent = pfd >= 0 ? Result<Fd>(Fd(pfd)) : Result<Fd>(sys_error("directory '" + parent_path + "'"));
   return finish_destination(std::move(as_dir), std::move(parent), base_name(path), multi, path);
+}
+
+Status check_replaceable(int dir_fd, const std::string& name, const std::string& shown) {
+  struct stat st;
+  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return {};
+  if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode)) return {};  // (a directory: rename fails)
+  return make_error(EEXIST, fmt::format("'{}' is {}: refused, it is never replaced", shown, node_kind(st.st_mode)));
 }
 
 namespace {
@@ -71,7 +100,8 @@ bool expected(const ExpectedNames& x, const std::string& name, bool is_dir) {
 
 }  // namespace
 
-PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigned mode, const std::string& peer) {
+PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigned mode, const std::string& peer,
+                                   uint64_t size) {
   PlacedEntry e;
   std::string target;
   int dir_fd = dest_.dir.get();
@@ -83,6 +113,7 @@ PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigne
     ++seen_;
     return e;
   }
+  if (dest_.device) return place_on_device(is_dir, size);
   if (dest_.is_dir) {
     e.shown = dest_.shown + (dest_.shown.empty() || dest_.shown.back() == '/' ? "" : "/") + name;
     // A name may carry directories (recursive copies), but only plain
@@ -121,6 +152,10 @@ PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigne
   // An existing file keeps its permission bits; a new one gets the source's
   // less the umask. Decided before the temp file exists, which is created
   // with the final bits: its data is never readable more widely.
+  if (Status ok = check_replaceable(dir_fd, target, e.shown); !ok.ok()) {
+    e.error = ok.error().context;
+    return e;
+  }
   struct stat st;
   if (::fstatat(dir_fd, target.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
     e.mode = st.st_mode & 0777;
@@ -131,6 +166,29 @@ PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigne
     e.tmp = std::move(tmp.value());
   else
     e.error = tmp.error().message();
+  return e;
+}
+
+PlacedEntry DestinationTree::place_on_device(bool is_dir, uint64_t size) {
+  PlacedEntry e;
+  e.shown = dest_.shown;
+  const DeviceTarget& d = *dest_.device;
+  if (seen_++ > 0 || is_dir) {
+    e.error = is_dir ? "a directory was sent to the block device '" + d.shown + "'"
+                     : "several files sent to the block device '" + d.shown + "': it takes exactly one";
+    return e;
+  }
+  if (size > d.size) {
+    e.error = fmt::format("block device '{}' ({} bytes) is smaller than the file sent ({} bytes): nothing written",
+                          d.shown, d.size, size);
+    return e;
+  }
+  const int fd = ::fcntl(d.fd.get(), F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) {
+    e.error = sys_error("dup '" + d.shown + "'").message();
+    return e;
+  }
+  e.tmp = TempFile::on_device(Fd(fd), d.shown);
   return e;
 }
 

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "fs/blockdev.h"
 #include "fs/tempfile.h"
 #include "util/fd.h"
 #include "util/result.h"
@@ -37,6 +38,23 @@ struct Destination {
   /// outside it fails that file, nothing written. Unset (a daemon receiving
   /// a push): any safe name, the client chose them.
   std::optional<ExpectedNames> expect;
+  /// Set: the destination is this block device, written in place (rcp
+  /// --write-devices, or a daemon's device module); it takes exactly one
+  /// file, no larger than the device.
+  std::shared_ptr<DeviceTarget> device;
+};
+
+/// What may stand where a file is about to land, with a rename over it:
+/// nothing, a regular file, or a symlink (replaced, not followed). A FIFO,
+/// socket or device never is — the rename would drop the node and write
+/// nothing where the user meant (a disk): EEXIST naming the path and what
+/// it is.
+Status check_replaceable(int dir_fd, const std::string& name, const std::string& shown);
+
+/// How a client's own destination treats a block device it names.
+struct LocalDeviceOptions {
+  bool write_devices = false;  ///< --write-devices: write it in place; else refused
+  bool force = false;          ///< --force: even when mounted (and not O_EXCL)
 };
 
 /// Resolves a put destination inside an export: an existing directory, or a
@@ -46,7 +64,10 @@ Result<Destination> resolve_destination_beneath(int root_fd, std::string_view re
                                                 std::string shown);
 /// The same for a local destination of the client (no confinement: the user
 /// names their own files).
-Result<Destination> resolve_destination_local(const std::string& path, bool multi);
+/// A path that is (or links to) a block device is refused unless
+/// dev.write_devices, then opened as Destination::device; a character
+/// device, FIFO or socket is always refused.
+Result<Destination> resolve_destination_local(const std::string& path, bool multi, LocalDeviceOptions dev = {});
 
 /// One entry the source announced, placed in the destination.
 struct PlacedEntry {
@@ -77,7 +98,9 @@ class DestinationTree {
   /// gets the source's bits less the umask; a file that replaces an existing
   /// one keeps that file's permission bits (0600 stays 0600 whatever the
   /// peer sends).
-  PlacedEntry place(const std::string& name, bool is_dir, unsigned mode, const std::string& peer);
+  /// `size` (from FILE_BEGIN) only matters for a device destination: a file
+  /// larger than the device is refused before anything is written.
+  PlacedEntry place(const std::string& name, bool is_dir, unsigned mode, const std::string& peer, uint64_t size = 0);
 
   /// Creates the directory entry `rel` where missing, with `mode` & 0777
   /// less the umask; an existing directory keeps its mode (a push of a 0777
@@ -90,6 +113,8 @@ class DestinationTree {
   /// directory otherwise costs 2 openat2 + mkdirat + 2 close per file (about
   /// a third of the sink's syscalls per small file, strace -c).
   Result<std::shared_ptr<Fd>> subdir(const std::string& rel, unsigned mode);
+  /// place() for a device destination: the one file, if it fits.
+  PlacedEntry place_on_device(bool is_dir, uint64_t size);
 
   static constexpr size_t kDirCache = 64;
   Destination& dest_;

@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 
+#include "fs/blockdev.h"
 #include "fs/path.h"
 
 namespace rcp {
@@ -39,7 +40,8 @@ Result<Fd> open_at(int dir_fd, const std::string& path, int flags, bool beneath,
 
 }  // namespace
 
-Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::string shown, bool beneath) {
+Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::string shown, bool beneath,
+                                    bool devices) {
   // Never open() what could block or act: a FIFO's open waits for a writer
   // for good (64 gets of one once held 64 daemon threads), a device's open
   // may do anything. O_PATH resolves the name without opening the object,
@@ -50,20 +52,27 @@ Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::st
   struct stat st;
   if (::fstat(probe.get(), &st) != 0) return sys_error("stat '" + shown + "'");
   if (S_ISDIR(st.st_mode)) return make_error(EISDIR, "'" + shown + "' is a directory");
-  if (!S_ISREG(st.st_mode))
-    return make_error(EINVAL, fmt::format("'{}' is {}: refused, only regular files and directories are sent", shown,
-                                          kind_of(st.st_mode)));
+  const bool device = devices && S_ISBLK(st.st_mode);
+  if (!S_ISREG(st.st_mode) && !device)
+    return make_error(EINVAL, fmt::format("'{}' is {}: refused, only regular files and directories are sent{}", shown,
+                                          kind_of(st.st_mode),
+                                          S_ISBLK(st.st_mode) ? " (--copy-devices sends a block device's contents)" : ""));
   SourceFile f;
   RCP_ASSIGN(f.fd, open_at(dir_fd, path, O_RDONLY | O_NONBLOCK, beneath, shown));
   struct stat now;
   if (::fstat(f.fd.get(), &now) != 0) return sys_error("stat '" + shown + "'");
-  if (now.st_dev != st.st_dev || now.st_ino != st.st_ino || !S_ISREG(now.st_mode))
+  if (now.st_dev != st.st_dev || now.st_ino != st.st_ino || (now.st_mode & S_IFMT) != (st.st_mode & S_IFMT))
     return make_error(EAGAIN, "'" + shown + "' was replaced while being opened: not sent");
   // (Regular files ignore O_NONBLOCK; cleared all the same.)
   const int fl = ::fcntl(f.fd.get(), F_GETFL);
   if (fl < 0 || ::fcntl(f.fd.get(), F_SETFL, fl & ~O_NONBLOCK) != 0) return sys_error("fcntl '" + shown + "'");
-  f.size = static_cast<uint64_t>(now.st_size);
-  f.mode = now.st_mode & 0777;
+  if (device) {
+    RCP_ASSIGN(f.size, block_device_size(f.fd.get(), shown));
+    f.mode = 0600;  // a disk's image is as private as the disk (the node's bits say who may open /dev)
+  } else {
+    f.size = static_cast<uint64_t>(now.st_size);
+    f.mode = now.st_mode & 0777;
+  }
   f.name = base_name(path);
   f.shown = std::move(shown);
   return f;
@@ -108,7 +117,7 @@ Result<std::vector<SourceOpener>> tree_sources(std::shared_ptr<Fd> dir, const st
 }
 
 Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::string& shown, bool beneath,
-                                bool recursive) {
+                                bool recursive, bool devices) {
   SourceSet out;
   struct stat st;
   std::shared_ptr<Fd> dir;
@@ -119,7 +128,7 @@ Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::
     if (::fstat(probe.get(), &st) != 0) return sys_error("stat '" + shown + "'");
     if (!S_ISDIR(st.st_mode)) {
       // Opened now; its error, if any, is the file's when its turn comes.
-      auto holder = std::make_shared<Result<SourceFile>>(open_source_file(dir_fd, path, shown, true));
+      auto holder = std::make_shared<Result<SourceFile>>(open_source_file(dir_fd, path, shown, true, devices));
       out.files.push_back([holder]() -> Result<SourceFile> { return std::move(*holder); });
       return out;
     }
@@ -129,7 +138,8 @@ Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::
     dir = std::make_shared<Fd>(std::move(d));
   } else {
     if (::fstatat(dir_fd, path.c_str(), &st, 0) != 0 || !S_ISDIR(st.st_mode)) {
-      out.files.push_back([dir_fd, path, shown]() { return open_source_file(dir_fd, path, shown, false); });
+      out.files.push_back(
+          [dir_fd, path, shown, devices]() { return open_source_file(dir_fd, path, shown, false, devices); });
       return out;
     }
     if (!recursive) return make_error(EISDIR, "'" + shown + "' is a directory (use -r)");

@@ -38,7 +38,11 @@ SourceOpener skipped_entry(std::string note);
 /// Opens a local regular file for sending, without ever blocking: the path
 /// is resolved with O_PATH and fstat'ed first, and a FIFO, socket or device
 /// is refused naming the path (EINVAL) — never opened; a directory is EISDIR.
-Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::string shown, bool beneath);
+/// With `devices` (rcp --copy-devices, a daemon's device module) a block
+/// device is sent as a file of its size (BLKGETSIZE64); character devices
+/// never are.
+Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::string shown, bool beneath,
+                                    bool devices = false);
 
 /// What a recursive copy of the directory `dir` sends: the directory itself
 /// (named `base`, unless base is "" — then its contents land directly in the
@@ -64,7 +68,9 @@ struct SourceSet {
 ///    but a failed file when its opener runs, so the other sources still go.
 ///  - beneath == true (get: inside an export): resolved strictly beneath
 ///    dir_fd; a path that cannot be opened fails the whole expansion.
+///  - devices: a block device named as the path itself is sent (as
+///    open_source_file); below a tree devices are always skipped.
 Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::string& shown, bool beneath,
-                                bool recursive);
+                                bool recursive, bool devices = false);
 
 }  // namespace rcp

@@ -64,6 +64,14 @@ Result<TempFile> TempFile::create(int dir_fd, const std::string& target, std::st
   return make_error(EEXIST, "cannot create temporary file for '" + shown + "'");
 }
 
+TempFile TempFile::on_device(Fd fd, std::string shown) {
+  TempFile t;
+  t.fd_ = std::move(fd);
+  t.shown_ = std::move(shown);
+  t.device_ = true;
+  return t;
+}
+
 TempFile::TempFile(TempFile&& o) noexcept { *this = std::move(o); }
 
 TempFile& TempFile::operator=(TempFile&& o) noexcept {
@@ -76,6 +84,7 @@ TempFile& TempFile::operator=(TempFile&& o) noexcept {
     shown_ = std::move(o.shown_);
     created_mode_ = o.created_mode_;
     committed_ = o.committed_;
+    device_ = o.device_;
     o.temp_.clear();
   }
   return *this;
@@ -98,6 +107,12 @@ Status TempFile::set_size(uint64_t size) {
 }
 
 Status TempFile::commit(unsigned mode, bool do_fsync) {
+  if (device_) {
+    if (::fsync(fd_.get()) != 0) return sys_error("fsync '" + shown_ + "'");
+    committed_ = true;
+    fd_.reset();
+    return {};
+  }
   if ((mode & 0777) != created_mode_ && ::fchmod(fd_.get(), mode & 0777) != 0) return sys_error("chmod '" + shown_ + "'");
   if (do_fsync && ::fsync(fd_.get()) != 0) return sys_error("fsync '" + shown_ + "'");
   if (::renameat(dir_fd_, temp_.c_str(), dir_fd_, target_.c_str()) != 0)

@@ -23,6 +23,10 @@ class TempFile {
   /// the common case: one syscall less per file, which is ~5% of a small
   /// file's cost on the sink.
   static Result<TempFile> create(int dir_fd, const std::string& target, std::string shown, unsigned mode = 0600);
+  /// Not a temp file: a block device written in place (fs/blockdev.h).
+  /// commit() fsyncs it (always: the copy is only done once the data is on
+  /// the device) and renames nothing; discard() only closes it.
+  static TempFile on_device(Fd fd, std::string shown);
   TempFile() = default;
   TempFile(TempFile&&) noexcept;
   TempFile& operator=(TempFile&&) noexcept;
@@ -31,6 +35,7 @@ class TempFile {
   int fd() const { return fd_.get(); }
   const std::string& temp_name() const { return temp_; }
   const std::string& shown() const { return shown_; }
+  bool is_device() const { return device_; }
   /// Sets the file's size (for callers that did not write every byte).
   Status set_size(uint64_t size);
   /// Applies mode (permission bits only; fchmod only if creation did not
@@ -46,6 +51,7 @@ class TempFile {
   std::string temp_, target_, shown_;
   unsigned created_mode_ = 0;  // permission bits the file was created with, or ~0u if unknown
   bool committed_ = false;
+  bool device_ = false;  // written in place: nothing to rename or unlink
 };
 
 }  // namespace rcp

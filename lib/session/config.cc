@@ -22,6 +22,7 @@ SessionOptions session_options(const Settings& s, Role role, const Negotiated& n
   o.block_size = std::min(kMaxBlockSize, o.chunk_size);
   o.blocks = std::max<uint32_t>(s.window * blocks_for(o.chunk_size, o.block_size), 1);
   o.fsync = s.fsync;
+  o.direct = s.direct;
   o.hash_threads = s.hash_threads;
   o.cancel = s.cancel;
   return o;

@@ -22,6 +22,7 @@ struct Settings {
   uint32_t chunk_size = 1u << 20;  ///< bytes per chunk; also the largest chunk this side accepts
   uint32_t window = 16;            ///< chunks in flight: the pool is window x chunk_size
   bool fsync = false;
+  bool direct = false;  ///< O_DIRECT for this side's file data (io/direct.h)
   unsigned hash_threads = 1;
   uint32_t streams = 0;  ///< connections (TCP) or QPs (RDMA) per copy; 0: the transport's default
   const std::atomic<bool>* cancel = nullptr;

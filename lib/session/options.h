@@ -23,6 +23,9 @@ struct SessionOptions {
   uint32_t block_size = 64u << 10; ///< sink: bytes per block; a chunk scatters over several
   uint32_t blocks = 256;           ///< sink: blocks in its pool
   bool fsync = false;
+  /// O_DIRECT for file data where the file system allows it (io/direct.h);
+  /// else buffered, said once per session at -v.
+  bool direct = false;
   /// Digest workers off the loop; 0 hashes on the loop itself. 1 by default:
   /// on the 2-core test hosts 2 workers per side measured slower than 1
   /// (both ends share the cores); raise it on hosts with cores to spare.

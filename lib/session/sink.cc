@@ -1,5 +1,6 @@
 #include "session/sink.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <variant>
 
 #include "hash/hash_pool.h"
+#include "io/direct.h"
 #include "io/ring.h"
 #include "session/ledger.h"
 #include "session/loop.h"
@@ -147,8 +149,10 @@ class Sink {
     std::string rel;      // its path below the destination
     std::shared_ptr<Fd> parent;  // the file's directory when below the destination (outlives tmp)
     TempFile tmp;
+    DirectFile direct;  // O_DIRECT twin of tmp's fd (--direct), for whole granules
     FileLedger ledger;
     uint64_t written = 0;
+    bool touched = false;  // a write was submitted (a device keeps what reached it)
     uint32_t chunks_active = 0;
     bool end_seen = false;
     bool failed = false;
@@ -177,7 +181,7 @@ class Sink {
       return proto_error(t_, fmt::format("more than {} files begun and not ended", kMaxFilesOpen));
     File f(fb.file_id, fb.size, fb.mode, opt_.checksum);
     f.is_dir = S_ISDIR(fb.mode);
-    PlacedEntry e = tree_.place(fb.name, f.is_dir, f.mode, t_.peer());
+    PlacedEntry e = tree_.place(fb.name, f.is_dir, f.mode, t_.peer(), fb.size);
     // A directory entry that was placed (its name is clean) carries no data.
     if (f.is_dir && e.error.empty() && f.size != 0) return proto_error(t_, "directory entry with a size");
     f.mode = e.mode;
@@ -187,6 +191,15 @@ class Sink {
     f.tmp = std::move(e.tmp);
     f.failed = !e.error.empty();
     f.error = std::move(e.error);
+    if (opt_.direct && !f.failed && !f.is_dir && f.size > 0) {
+      auto d = open_direct(f.tmp.fd(), O_WRONLY, f.shown);
+      if (d.ok()) {
+        f.direct = std::move(d.value());
+      } else if (!direct_noted_) {
+        log_info("{}", d.error().context);
+        direct_noted_ = true;
+      }
+    }
     files_.emplace(fb.file_id, std::move(f));
     ++unended_;
     return {};
@@ -316,10 +329,25 @@ class Sink {
   }
 
  private:
+  /// One write, or with O_DIRECT two: the whole granules from its start
+  /// through the direct fd, the rest (a file's unaligned tail) buffered.
+  /// Direct I/O thus only ever covers whole pages no buffered write touches.
   void submit_write(File& f, const Write& w) {
+    const uint32_t head = f.direct.direct_part(w.file_off, pool_.at(w.block) + w.buf_off, w.len);
+    if (head > 0 && head < w.len) {
+      ++pending_.at(w.cookie).writes_out;  // the tail is one more write of this chunk
+      submit_one(f, Write{w.cookie, w.block, w.file_off, w.buf_off, head}, f.direct.fd.get());
+      submit_one(f, Write{w.cookie, w.block, w.file_off + head, w.buf_off + head, w.len - head}, f.tmp.fd());
+      return;
+    }
+    submit_one(f, w, head > 0 ? f.direct.fd.get() : f.tmp.fd());
+  }
+
+  void submit_one(File& f, const Write& w, int fd) {
     const uint64_t id = next_write_++;
     writes_.emplace(id, w);
-    while (!ring_.write_fixed(f.tmp.fd(), pool_.at(w.block) + w.buf_off, w.len, w.file_off, pool_.buf_index(w.block), id))
+    f.touched = true;
+    while (!ring_.write_fixed(fd, pool_.at(w.block) + w.buf_off, w.len, w.file_off, pool_.buf_index(w.block), id))
       (void)ring_.submit();
   }
 
@@ -360,6 +388,9 @@ class Sink {
     }
     wire::FileResult r{id, 0, ""};
     if (f.failed) {
+      // A device is written in place: what reached it stays there.
+      if (f.tmp.is_device() && f.touched)
+        f.error += fmt::format("; block device '{}' is left partially written", f.shown);
       f.tmp.discard();
       r.err = EIO;
       r.message = f.error;
@@ -396,6 +427,7 @@ class Sink {
   std::vector<bool> lent_ = std::vector<bool>(kMaxSlots);  // source slots announced, not yet returned
   int64_t read_seq_ = 0;
   bool finish_seen_ = false;
+  bool direct_noted_ = false;  // the O_DIRECT fallback was logged (once per session)
   bool done_sent_ = false;
   uint64_t progress_bytes_ = 0;
   TransferStats stats_;

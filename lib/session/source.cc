@@ -1,5 +1,6 @@
 #include "session/source.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -11,11 +12,13 @@
 #include <variant>
 
 #include "hash/hash_pool.h"
+#include "io/direct.h"
 #include "io/ring.h"
 #include "session/ledger.h"
 #include "session/loop.h"
 #include "session/plan.h"
 #include "session/pool.h"
+#include "util/log.h"
 #include "util/overloaded.h"
 #include "util/test_faults.h"
 
@@ -148,6 +151,7 @@ class Source {
     bool end_sent = false;
     FileLedger ledger;
     bool is_dir = false;
+    DirectFile direct;  // O_DIRECT twin of fd (--direct), for whole granules
   };
   struct Slot {
     uint32_t file_id = 0;
@@ -202,7 +206,11 @@ class Source {
   void submit_read(uint32_t slot, File& f) {
     Slot& s = slots_[slot];
     uint8_t* p = pool_.at(slot) + s.done;
-    while (!ring_.read_fixed(f.fd.get(), p, s.length - s.done, s.offset + s.done, pool_.buf_index(slot), slot))
+    // O_DIRECT only when the whole rest of the chunk is whole granules (a
+    // file's tail and odd chunk sizes are read buffered, in one piece).
+    const uint32_t want = s.length - s.done;
+    const int fd = f.direct.direct_part(s.offset + s.done, p, want) == want ? f.direct.fd.get() : f.fd.get();
+    while (!ring_.read_fixed(fd, p, want, s.offset + s.done, pool_.buf_index(slot), slot))
       (void)ring_.submit();
   }
 
@@ -224,7 +232,16 @@ class Source {
     }
     const uint32_t id = next_id_++;
     File f{id, std::move(sf->fd), sf->size, sf->shown, chunk_count(sf->size, opt_.chunk_size), 0, 0, false,
-           FileLedger(opt_.checksum, sf->size), sf->is_dir};
+           FileLedger(opt_.checksum, sf->size), sf->is_dir, {}};
+    if (opt_.direct && !f.is_dir && f.size > 0) {
+      auto d = open_direct(f.fd.get(), O_RDONLY, f.shown);
+      if (d.ok()) {
+        f.direct = std::move(d.value());
+      } else if (!direct_noted_) {
+        log_info("{}", d.error().context);
+        direct_noted_ = true;
+      }
+    }
     // A directory entry is a FILE_BEGIN with S_IFDIR in its mode and no data.
     const uint32_t mode = sf->is_dir ? (S_IFDIR | (sf->mode & 0777)) : (sf->mode & 0777);
     wire::FileBegin fb{id, sf->size, mode, sf->name};
@@ -242,6 +259,7 @@ class Source {
     f.end_sent = true;
     --unended_;
     f.fd.reset();
+    f.direct.fd.reset();
     return ch_.send(wire::FileEnd{f.id, f.size, f.ledger.file_digest()});
   }
 
@@ -263,6 +281,7 @@ class Source {
   std::map<uint32_t, File> files_;
   std::optional<uint32_t> cur_;
   uint32_t next_id_ = 1;
+  bool direct_noted_ = false;  // the O_DIRECT fallback was logged (once per session)
   uint32_t unended_ = 0;  // files begun whose FILE_END is not sent: each may hold an fd
   int64_t chunk_seq_ = 0;
   bool finish_sent_ = false;

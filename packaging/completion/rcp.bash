@@ -20,7 +20,7 @@ _rcp_options() {
   else
     printf '%s\n' -v --verbose -q --quiet -r --recursive -V --version -h --help --transport --checksum \
       -P --port --tcp-port --chunk-size --buffer-size --window --streams --no-zerocopy --hash-threads \
-      --fsync --progress --no-progress
+      --fsync --progress --no-progress --copy-devices --write-devices --devices-as-files --force --direct
   fi
 }
 

@@ -320,3 +320,21 @@ TEST_CASE("daemon config: a file with no module is valid and serves nothing") {
   CHECK(c->modules.empty());
   CHECK(c->max_connections == 4);
 }
+
+TEST_CASE("config: a module may export a block device, and say direct") {
+  DaemonConfig c = parse_ok("[modules.disk]\ndevice = \"/dev/vg0/backup\"\ndirect = true\n");
+  REQUIRE(c.modules.size() == 1);
+  CHECK(c.modules[0].is_device());
+  CHECK(c.modules[0].device == "/dev/vg0/backup");
+  CHECK(c.modules[0].path.empty());
+  CHECK(c.modules[0].direct);
+  CHECK(c.modules[0].read_only);  // read-only by default like every module
+  CHECK_FALSE(parse_ok(kMod).modules[0].direct);
+  CHECK_FALSE(parse_ok(kMod).modules[0].is_device());
+  parse_err("[modules.disk]\ndevice = \"dev/sdb\"\n", 2, "modules.disk.device");
+  parse_err("[modules.disk]\ndevice = \"\"\n", 2, "modules.disk.device");
+  parse_err("[modules.disk]\ndevice = 3\n", 2, "modules.disk.device");
+  parse_err(kMod + "device = \"/dev/sdb\"\n", 3, "modules.m.device");  // path and device exclude each other
+  parse_err(kMod + "direct = \"yes\"\n", 3, "modules.m.direct");
+  parse_err("[modules.disk]\ncomment = \"x\"\n", 1, "modules.disk.path");  // neither
+}

@@ -11,6 +11,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -134,4 +136,84 @@ TEST_CASE("DestinationTree takes one file, and no directory, into a file destina
   CHECK(second.error == "several files sent to the single-file destination '" + s.at("out.bin") + "'");
   PlacedEntry dir = tree.place("d", true, 0755, "peer");
   CHECK(dir.error == "a directory was sent to the file destination '" + s.at("out.bin") + "'");
+}
+
+TEST_CASE("a FIFO or socket where a file would land is never replaced; a file or symlink is") {
+  Scratch s;
+  REQUIRE(::mkfifo(s.at("fifo").c_str(), 0600) == 0);
+  s.file("plain");
+  REQUIRE(::symlink("plain", s.at("link").c_str()) == 0);
+  int dfd = ::open(s.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  REQUIRE(dfd >= 0);
+  auto r = check_replaceable(dfd, "fifo", "x/fifo");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().context.find("x/fifo") != std::string::npos);
+  CHECK(r.error().context.find("FIFO") != std::string::npos);
+  CHECK(check_replaceable(dfd, "plain", "plain").ok());
+  CHECK(check_replaceable(dfd, "link", "link").ok());
+  CHECK(check_replaceable(dfd, "absent", "absent").ok());
+  // Through DestinationTree: a push into the directory fails that one file, the FIFO stays.
+  Destination d;
+  d.dir.reset(dfd);
+  d.is_dir = true;
+  d.shown = s.dir;
+  DestinationTree tree(d);
+  PlacedEntry e = tree.place("fifo", false, 0644, "peer", 10);
+  CHECK(e.error.find("FIFO") != std::string::npos);
+  struct stat st;
+  REQUIRE(::lstat(s.at("fifo").c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  // And a local destination naming it is refused before anything connects.
+  auto local = resolve_destination_local(s.at("fifo"), false);
+  REQUIRE_FALSE(local.ok());
+  CHECK(local.error().context.find("FIFO") != std::string::npos);
+  CHECK(resolve_destination_local(s.at("plain"), false).ok());
+}
+
+TEST_CASE("a device destination takes one file that fits, only what was asked for, written in place") {
+  Scratch s;
+  s.file("dev", std::string(4096, 'd'));  // stands in for the device: place() only needs its fd and size
+  auto make = [&] {
+    Destination d;
+    d.shown = "/dev/fake";
+    d.device = std::make_shared<DeviceTarget>();
+    d.device->fd.reset(::open(s.at("dev").c_str(), O_WRONLY | O_CLOEXEC));
+    REQUIRE(d.device->fd.valid());
+    d.device->size = 4096;
+    d.device->shown = "/dev/fake";
+    return d;
+  };
+  {
+    Destination d = make();
+    d.expect = ExpectedNames{"disk.img", false};
+    DestinationTree tree(d);
+    PlacedEntry e = tree.place("other.img", false, 0644, "peer", 100);
+    CHECK(e.error.find("not what was asked for") != std::string::npos);
+    CHECK_FALSE(e.tmp.is_device());
+  }
+  {
+    Destination d = make();
+    DestinationTree tree(d);
+    PlacedEntry e = tree.place("disk.img", false, 0644, "peer", 4097);
+    CHECK(e.error.find("smaller") != std::string::npos);
+    CHECK(e.error.find("nothing written") != std::string::npos);
+    CHECK_FALSE(e.tmp.is_device());
+  }
+  {
+    Destination d = make();
+    DestinationTree tree(d);
+    CHECK(tree.place("sub", true, 0755, "peer", 0).error.find("directory") != std::string::npos);
+  }
+  {
+    Destination d = make();
+    DestinationTree tree(d);
+    PlacedEntry e = tree.place("disk.img", false, 0644, "peer", 4096);
+    CHECK(e.error.empty());
+    CHECK(e.tmp.is_device());
+    CHECK(e.tmp.temp_name().empty());  // no temp file, nothing to rename
+    CHECK(tree.place("second", false, 0644, "peer", 1).error.find("exactly one") != std::string::npos);
+    CHECK(e.tmp.commit(0644, false).ok());
+  }
+  // Nothing but the device was created beside it.
+  CHECK(std::distance(std::filesystem::directory_iterator(s.dir), std::filesystem::directory_iterator{}) == 1);
 }
