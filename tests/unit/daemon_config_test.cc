@@ -320,3 +320,23 @@ TEST_CASE("daemon config: a file with no module is valid and serves nothing") {
   CHECK(c->modules.empty());
   CHECK(c->max_connections == 4);
 }
+
+TEST_CASE("config: encryption (daemon policy, per-module requirement)") {
+  DaemonConfig d = parse_ok(kMod);
+  CHECK(d.encrypt == EncryptPolicy::allowed);
+  CHECK_FALSE(d.modules[0].encrypt);
+  CHECK_FALSE(d.encryption_required(d.modules[0]));
+  DaemonConfig m = parse_ok(kMod + "encrypt = true\n");
+  CHECK(m.modules[0].encrypt);
+  CHECK(m.encryption_required(m.modules[0]));
+  DaemonConfig r = parse_ok("[daemon]\nencrypt = \"required\"\n" + kMod);
+  CHECK(r.encrypt == EncryptPolicy::required);
+  CHECK(r.encryption_required(r.modules[0]));
+  CHECK(parse_ok("[daemon]\nencrypt = \"never\"\n" + kMod).encrypt == EncryptPolicy::never);
+  parse_err("[daemon]\nencrypt = \"always\"\n" + kMod, 2, "daemon.encrypt");
+  parse_err("[daemon]\nencrypt = true\n" + kMod, 2, "daemon.encrypt");
+  parse_err(kMod + "encrypt = \"yes\"\n", 3, "modules.m.encrypt");
+  // A module no client could reach.
+  std::string msg = parse_err("[daemon]\nencrypt = \"never\"\n" + kMod + "encrypt = true\n", 5, "modules.m.encrypt");
+  CHECK(msg.find("never") != std::string::npos);
+}
