@@ -58,6 +58,7 @@ struct Options {
   bool direct = false;  // --direct: O_DIRECT for the local files' data
   uint32_t streams = 0;  // 0: the transport's default
   bool no_zerocopy = false;
+  bool encrypt = false;
   bool recursive = false;
   bool copy_devices = false;   // --copy-devices: a block device source is sent as a file
   bool write_devices = false;  // --write-devices: a block device destination is written in place
@@ -328,6 +329,7 @@ int run(const Options& o, const CLI::App& app) {
   if (app.count("--port") == 0 && d.port) eff.rdma_port = *d.port;
   if (app.count("--tcp-port") == 0 && d.tcp_port) eff.tcp_port = *d.tcp_port;
   if (app.count("--streams") == 0 && d.streams) eff.streams = *d.streams;
+  if (app.count("--encrypt") == 0 && d.encrypt) eff.encrypt = *d.encrypt;
   Run r{eff, *algo, settings(eff, *algo), {}, {}, cli::to_string(remote)};
   if (app.count("--password-file") == 0 && d.password_file) eff.password_file = *d.password_file;
   auto secret = client_secret(eff.password_file);
@@ -363,6 +365,11 @@ int run(const Options& o, const CLI::App& app) {
   r.co.rdma_port = eff.rdma_port;
   r.co.tcp_port = eff.tcp_port;
   r.co.zerocopy = !eff.no_zerocopy;
+  r.co.encrypt = eff.encrypt;
+  if (eff.encrypt && r.co.kind == TransportKind::rdma) {
+    say("--encrypt needs TCP: RDMA sessions are not encrypted (use --transport tcp or auto)");
+    return ec::kUsage;
+  }
   r.co = connect_options(r.set, r.co);
   r.shown_host = remote.host;
 
@@ -555,6 +562,8 @@ int main(int argc, char** argv) {
       ->type_name("N")
       ->check(range(1, 16));
   app.add_flag("--no-zerocopy", o.no_zerocopy, "TCP transport: plain sends instead of zero-copy sends");
+  app.add_flag("--encrypt", o.encrypt,
+               "encrypt the session with TLS 1.3 (TCP only; with --transport auto it selects TCP)");
   app.add_option("--hash-threads", o.hash_threads, "threads computing chunk digests, 0 to 64 (default 1; 0: on the I/O loop)")
       ->type_name("N")
       ->check(range(0, 64));

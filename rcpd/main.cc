@@ -32,6 +32,7 @@
 #include "session/config.h"
 #include "session/session.h"
 #include "transport/connect.h"
+#include "transport/tcp/tls.h"
 #include "util/fd.h"
 #include "util/log.h"
 #include "util/notify.h"
@@ -287,8 +288,9 @@ void serve(Daemon& d, Transport& t) {
     return;
   }
   for (auto& e : st->errors) log_error("{}: {}", t.peer(), e);
-  log_info("{} {} {} over {}{}: {} file(s) ok, {} failed, {} bytes in {:.3f} s", t.peer(),
-           open->op == wire::Op::put ? "put" : "get", shown, t.name(), adm->keys ? " (authenticated)" : "", st->files_ok, st->files_failed, st->bytes, secs);
+  log_info("{} {} {} over {}{}{}: {} file(s) ok, {} failed, {} bytes in {:.3f} s", t.peer(),
+           open->op == wire::Op::put ? "put" : "get", shown, t.name(), adm->keys ? " (authenticated)" : "",
+           t.encrypted() ? " (encrypted)" : "", st->files_ok, st->files_failed, st->bytes, secs);
 }
 
 /// Writes our pid to `path`, replacing a stale file but never following a
@@ -308,6 +310,18 @@ Status write_pid_file(const std::string& path) {
 /// connection on its own thread until SIGINT/SIGTERM (lib/daemon).
 int run(Daemon& d, const std::vector<std::string>& listen, uint16_t rdma_port, uint16_t tcp_port, TransportKind kind) {
   std::vector<std::unique_ptr<Listener>> all;
+  // TLS for TCP clients that ask (rcp --encrypt): a key drawn now, never
+  // written anywhere. rcpd.conf `[daemon] encrypt = "never"` offers none
+  // (read at start only: a reload cannot start offering it).
+  std::shared_ptr<tcp::TlsContext> tls;
+  if (d.current()->config.encrypt != daemon::EncryptPolicy::never) {
+    auto ctx = tcp::TlsContext::server();
+    if (!ctx.ok()) {
+      log_error("{}", ctx.error().message());
+      return 1;
+    }
+    tls = std::move(ctx.value());
+  }
   for (const std::string& host : listen) {
     ListenerConfig lc;
     lc.host = host == "*" ? "" : host;
@@ -316,6 +330,7 @@ int run(Daemon& d, const std::vector<std::string>& listen, uint16_t rdma_port, u
     lc.kind = kind;
     lc.max_chunk = d.settings.chunk_size;
     lc.tcp_hello_ms = static_cast<int>(d.hello_timeout * 1000);
+    lc.tls = tls;
     auto listeners = open_listeners(lc);
     if (!listeners.ok()) return 1;  // logged by open_listeners
     for (auto& l : listeners.value()) all.push_back(std::move(l));

@@ -41,18 +41,20 @@ Status check_nonce(const Nonce& n, std::string_view whose) {
 }
 
 Proof compute_proof(Role role, std::span<const uint8_t> secret, const Nonce& client_nonce, const Nonce& server_nonce,
-                    std::string_view user, std::string_view module) {
+                    std::string_view user, std::string_view module, std::span<const uint8_t> binding) {
   Hmac h(secret);
   h.update_lp(bytes(role == Role::client ? "rcp-auth-v1 client proof" : "rcp-auth-v1 server proof"));
   h.update(client_nonce);
   h.update(server_nonce);
   h.update_lp(bytes(user));
   h.update_lp(bytes(module));
+  if (!binding.empty()) h.update_lp(binding);
   return h.finish();
 }
 
 Result<SessionKeys> derive_session_keys(std::span<const uint8_t> secret, const Nonce& client_nonce,
-                                        const Nonce& server_nonce, std::string_view user, std::string_view module) {
+                                        const Nonce& server_nonce, std::string_view user, std::string_view module,
+                                        std::span<const uint8_t> binding) {
   if (secret.empty()) return make_error(EINVAL, "authentication: empty secret");
   std::array<uint8_t, 2 * wire::kNonceSize> salt{};
   std::copy(client_nonce.begin(), client_nonce.end(), salt.begin());
@@ -66,6 +68,7 @@ Result<SessionKeys> derive_session_keys(std::span<const uint8_t> secret, const N
   lp("rcp-auth-v1 session keys");
   lp(user);
   lp(module);
+  if (!binding.empty()) lp({reinterpret_cast<const char*>(binding.data()), binding.size()});
   std::array<uint8_t, 3 * kKeySize> okm{};
   hkdf_sha256(secret, salt, info, okm);
   SessionKeys k;
@@ -80,7 +83,8 @@ Result<SessionKeys> derive_session_keys(std::span<const uint8_t> secret, const N
 
 ClientHandshake::~ClientHandshake() { wipe(secret_); }
 
-Result<ClientHandshake> ClientHandshake::start(std::string user, std::string module, std::span<const uint8_t> secret) {
+Result<ClientHandshake> ClientHandshake::start(std::string user, std::string module, std::span<const uint8_t> secret,
+                                               std::span<const uint8_t> binding) {
   if (!daemon::valid_user_name(user)) return make_error(EINVAL, "authentication: '" + user + "' is not a valid user name");
   if (!daemon::valid_module_name(module))
     return make_error(EINVAL, "authentication: '" + module + "' is not a valid module name");
@@ -90,6 +94,7 @@ Result<ClientHandshake> ClientHandshake::start(std::string user, std::string mod
   h.request_.user = std::move(user);
   h.request_.module = std::move(module);
   h.secret_.assign(secret.begin(), secret.end());
+  h.binding_.assign(binding.begin(), binding.end());
   h.state_ = State::requested;
   return h;
 }
@@ -103,7 +108,7 @@ Result<wire::AuthResponse> ClientHandshake::on_challenge(const wire::AuthChallen
   server_nonce_ = c.server_nonce;
   wire::AuthResponse r;
   r.client_proof =
-      compute_proof(Role::client, secret_, request_.client_nonce, server_nonce_, request_.user, request_.module);
+      compute_proof(Role::client, secret_, request_.client_nonce, server_nonce_, request_.user, request_.module, binding_);
   state_ = State::responded;
   return r;
 }
@@ -112,14 +117,15 @@ Result<SessionKeys> ClientHandshake::on_proof(const wire::AuthProof& p) {
   if (state_ != State::responded) return out_of_order("daemon proof");
   state_ = State::failed;
   const Proof expected =
-      compute_proof(Role::server, secret_, request_.client_nonce, server_nonce_, request_.user, request_.module);
+      compute_proof(Role::server, secret_, request_.client_nonce, server_nonce_, request_.user, request_.module, binding_);
   if (!equal_ct(expected, p.server_proof)) {
     return make_error(EKEYREJECTED, "authentication: the daemon could not prove it knows the secret of user " +
                                         request_.user + " for module " + request_.module +
                                         " (an impostor, or a different secret on the daemon)");
   }
   RCP_ASSIGN(SessionKeys k,
-             derive_session_keys(secret_, request_.client_nonce, server_nonce_, request_.user, request_.module));
+             derive_session_keys(secret_, request_.client_nonce, server_nonce_, request_.user, request_.module,
+                                 binding_));
   wipe(secret_);
   state_ = State::done;
   return k;
@@ -129,12 +135,14 @@ Result<SessionKeys> ClientHandshake::on_proof(const wire::AuthProof& p) {
 
 ServerHandshake::~ServerHandshake() { wipe(secret_); }
 
-Result<ServerHandshake> ServerHandshake::start(const wire::AuthRequest& req, const std::string* secret) {
+Result<ServerHandshake> ServerHandshake::start(const wire::AuthRequest& req, const std::string* secret,
+                                               std::span<const uint8_t> binding) {
   if (!daemon::valid_user_name(req.user)) return make_error(EPROTO, "authentication: invalid user name");
   if (!daemon::valid_module_name(req.module)) return make_error(EPROTO, "authentication: invalid module name");
   RCP_TRY(check_nonce(req.client_nonce, "client's"));
   ServerHandshake h;
   h.request_ = req;
+  h.binding_.assign(binding.begin(), binding.end());
   RCP_ASSIGN(h.challenge_.server_nonce, fresh_nonce());
   if (secret != nullptr && !secret->empty()) {
     h.secret_.assign(secret->begin(), secret->end());
@@ -152,15 +160,15 @@ Result<ServerHandshake::Accepted> ServerHandshake::on_response(const wire::AuthR
   if (state_ != State::challenged) return out_of_order("client response");
   state_ = State::failed;
   const Proof expected = compute_proof(Role::client, secret_, request_.client_nonce, challenge_.server_nonce,
-                                       request_.user, request_.module);
+                                       request_.user, request_.module, binding_);
   if (!equal_ct(expected, r.client_proof)) {
     return make_error(EACCES, "authentication failed for user " + request_.user + " on module " + request_.module);
   }
   Accepted a;
   a.proof.server_proof = compute_proof(Role::server, secret_, request_.client_nonce, challenge_.server_nonce,
-                                       request_.user, request_.module);
+                                       request_.user, request_.module, binding_);
   RCP_ASSIGN(a.keys, derive_session_keys(secret_, request_.client_nonce, challenge_.server_nonce, request_.user,
-                                         request_.module));
+                                         request_.module, binding_));
   wipe(secret_);
   state_ = State::done;
   return a;

@@ -6,16 +6,21 @@
 ///   client nonce cn, server nonce sn: 32 bytes each from OpenSSL's CSPRNG,
 ///     fresh per attempt; an all-zero nonce, or a server nonce equal to the
 ///     client's (a reflected challenge), is refused.
-///   proof(role) = HMAC-SHA256(secret, L("rcp-auth-v1 <role> proof") || cn || sn || L(user) || L(module))
+///   proof(role) = HMAC-SHA256(secret, L("rcp-auth-v1 <role> proof") || cn || sn || L(user) || L(module)
+///                             [|| L(binding)])
 ///     where L(x) is a u16 big-endian length then x, so no two (user, module)
-///     pairs give the same input ("ab","c" vs "a","bc").
+///     pairs give the same input ("ab","c" vs "a","bc"). binding is the
+///     encrypted channel's exporter value (Transport::channel_binding(), TLS
+///     on TCP; absent on a plain channel): each side uses its own, so a man
+///     in the middle that terminates TLS towards both (two channels, two
+///     different exporters) makes both proofs fail.
 ///   The client proves first; the daemon checks in constant time
 ///   (CRYPTO_memcmp) and only then proves itself, so an unauthenticated
 ///   stranger never gets a value computed from the secret. The client checks
 ///   the daemon's proof before it sends or accepts any file: an impostor
 ///   daemon, or a man in the middle changing user, module or a nonce, fails.
 ///   keys = HKDF-SHA256(ikm = secret, salt = cn || sn,
-///                      info = L("rcp-auth-v1 session keys") || L(user) || L(module)), 96 bytes:
+///                      info = L("rcp-auth-v1 session keys") || L(user) || L(module) [|| L(binding)]), 96 bytes:
 ///     client->server MAC key | server->client MAC key | data (chunk MAC) key.
 ///
 /// Not defended: a peer that sees one exchange (a man in the middle, or an
@@ -59,10 +64,12 @@ Result<Nonce> fresh_nonce();
 /// Refuses (EPROTO) an all-zero nonce: what a broken generator or a lazy attacker sends.
 Status check_nonce(const Nonce& n, std::string_view whose);
 
+/// `binding` (empty: none) is the channel binding described above.
 Proof compute_proof(Role role, std::span<const uint8_t> secret, const Nonce& client_nonce, const Nonce& server_nonce,
-                    std::string_view user, std::string_view module);
+                    std::string_view user, std::string_view module, std::span<const uint8_t> binding = {});
 Result<SessionKeys> derive_session_keys(std::span<const uint8_t> secret, const Nonce& client_nonce,
-                                        const Nonce& server_nonce, std::string_view user, std::string_view module);
+                                        const Nonce& server_nonce, std::string_view user, std::string_view module,
+                                        std::span<const uint8_t> binding = {});
 
 /// The client's side: start() -> send request(); on AUTH_CHALLENGE call
 /// on_challenge() and send its AUTH_RESPONSE; on AUTH_PROOF call on_proof(),
@@ -70,7 +77,8 @@ Result<SessionKeys> derive_session_keys(std::span<const uint8_t> secret, const N
 /// A call out of order, or any call after a failure, is refused (EPROTO).
 class ClientHandshake {
  public:
-  static Result<ClientHandshake> start(std::string user, std::string module, std::span<const uint8_t> secret);
+  static Result<ClientHandshake> start(std::string user, std::string module, std::span<const uint8_t> secret,
+                                       std::span<const uint8_t> binding = {});
   ClientHandshake(ClientHandshake&&) noexcept = default;
   ClientHandshake& operator=(ClientHandshake&&) noexcept = default;
   ~ClientHandshake();
@@ -88,6 +96,7 @@ class ClientHandshake {
   wire::AuthRequest request_;
   Nonce server_nonce_{};
   std::vector<uint8_t> secret_;
+  std::vector<uint8_t> binding_;
 };
 
 /// The daemon's side: start() with the client's AUTH_REQUEST and the user's
@@ -98,7 +107,8 @@ class ClientHandshake {
 /// on_response exactly as a wrong secret does, so user names cannot be probed.
 class ServerHandshake {
  public:
-  static Result<ServerHandshake> start(const wire::AuthRequest& req, const std::string* secret);
+  static Result<ServerHandshake> start(const wire::AuthRequest& req, const std::string* secret,
+                                       std::span<const uint8_t> binding = {});
   ServerHandshake(ServerHandshake&&) noexcept = default;
   ServerHandshake& operator=(ServerHandshake&&) noexcept = default;
   ~ServerHandshake();
@@ -118,6 +128,7 @@ class ServerHandshake {
   wire::AuthRequest request_;
   wire::AuthChallenge challenge_;
   std::vector<uint8_t> secret_;
+  std::vector<uint8_t> binding_;
 };
 
 }  // namespace rcp::auth

@@ -14,7 +14,7 @@ namespace rcp::cli {
 
 namespace {
 
-constexpr std::string_view kKnownKeys = "transport, port, tcp_port, streams, progress, user, password_file";
+constexpr std::string_view kKnownKeys = "transport, port, tcp_port, streams, progress, encrypt, user, password_file";
 constexpr size_t kMaxConfigBytes = 1 << 20;
 
 std::string where(const std::string& file, const toml::source_region& r) {
@@ -115,6 +115,10 @@ struct Parser {
         const auto* b = v.as_boolean();
         if (!b) return bad(file, v.source(), std::string("'progress' must be true or false, not ") + type_name(v));
         d.progress = b->get();
+      } else if (name == "encrypt") {
+        const auto* b = v.as_boolean();
+        if (!b) return bad(file, v.source(), std::string("'encrypt' must be true or false, not ") + type_name(v));
+        d.encrypt = b->get();
       } else if (name == "user") {
         RCP_ASSIGN(std::string u, string(k, v));
         if (u.empty()) return bad(file, v.source(), "'user' is empty");
@@ -153,6 +157,7 @@ void ClientDefaults::merge(const ClientDefaults& o) {
   if (o.tcp_port) tcp_port = o.tcp_port;
   if (o.streams) streams = o.streams;
   if (o.progress) progress = o.progress;
+  if (o.encrypt) encrypt = o.encrypt;
   if (o.user) user = o.user;
   if (o.password_file) password_file = o.password_file;
 }

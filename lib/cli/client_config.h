@@ -15,6 +15,7 @@
 ///   tcp_port = 7472               # TCP port, 1-65535
 ///   streams = 2                   # 1-16
 ///   progress = true               # progress line on a terminal
+///   encrypt = false               # as --encrypt (TLS 1.3 over TCP)
 ///
 ///   [hosts."backup-host"]
 ///   port = 17471
@@ -45,6 +46,7 @@ struct ClientDefaults {
   std::optional<uint16_t> tcp_port;
   std::optional<uint32_t> streams;
   std::optional<bool> progress;
+  std::optional<bool> encrypt;
   std::optional<std::string> user;
   std::optional<std::string> password_file;  ///< absolute after loading
 

@@ -52,6 +52,7 @@ int exit_code_for(const Error& e, Phase phase) {
   if (phase == Phase::usage) return kUsage;
   if (is_interrupt(c)) return kSignal;
   if (is_auth(c)) return kAuth;
+  if (c == ENOPROTOOPT) return kEncryption;
   if (c == ENOMEM) return kNoMemory;
   if (phase == Phase::file) return (c == ENOENT || c == ESTALE) ? kVanished : kPartial;
   if (c == EPROTONOSUPPORT) return kProtocol;
@@ -107,6 +108,7 @@ const char* exit_code_meaning(int code) {
     case kTimeout: return "timeout in data send/receive";
     case kConnectTimeout: return "timeout waiting for daemon connection";
     case kAuth: return "authentication failed";
+    case kEncryption: return "encryption required but not in place";
     default: return "";
   }
 }

@@ -31,6 +31,9 @@
 ///   35  | kConnectTimeout     | timeout waiting for the daemon's connection (connect/handshake)
 ///   40  | kAuth               | rcp only: authentication failed (the daemon refused the user's
 ///       |                     | credentials or the password file could not be used)
+///   41  | kEncryption         | rcp only: encryption required but not in place: the module or
+///       |                     | daemon requires it and rcp ran without --encrypt (or over RDMA), or
+///       |                     | --encrypt and the daemon does not offer it
 ///
 /// rsync's 6, 13, 14, 21, 25 name situations rcp does not have and are not
 /// used. When several things failed, the first fatal error decides; file
@@ -58,6 +61,7 @@ inline constexpr int kVanished = 24;
 inline constexpr int kTimeout = 30;
 inline constexpr int kConnectTimeout = 35;
 inline constexpr int kAuth = 40;
+inline constexpr int kEncryption = 41;
 }  // namespace exit_code
 
 /// Where the error happened; the same errno means different things in each.
@@ -71,7 +75,8 @@ enum class Phase {
 
 /// Maps an Error to its exit code. Conventions the rest of lib/ follows so the
 /// mapping holds: ECANCELED/EINTR = interrupted; EKEYREJECTED (or ENOKEY,
-/// EKEYEXPIRED, EKEYREVOKED) = authentication refused; EPROTONOSUPPORT = a
+/// EKEYEXPIRED, EKEYREVOKED) = authentication refused; ENOPROTOOPT =
+/// encryption required by one side and not in place; EPROTONOSUPPORT = a
 /// version or feature the peer does not speak; EPROTO/EBADMSG = a malformed
 /// stream; EUSERS/EBUSY from the daemon = no room for this session.
 /// In the file phase a vanished source (ENOENT/ESTALE) gives 24, anything

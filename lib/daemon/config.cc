@@ -217,6 +217,8 @@ Result<ModuleConfig> parse_module(const Checker& ck, std::string_view name, cons
       secrets_node = &v;
     } else if (kn == "max_connections") {
       RCP_ASSIGN(m.max_connections, ck.integer(v, key, 0, 65536));
+    } else if (kn == "encrypt") {
+      RCP_ASSIGN(m.encrypt, ck.boolean(v, key));
     } else {
       return ck.at(k.source(), key, "unknown key");
     }
@@ -277,6 +279,12 @@ Status parse_daemon(const Checker& ck, const toml::node& node, DaemonConfig& c) 
       RCP_ASSIGN(c.idle_timeout, ck.integer(v, key, 0, 86400));
     } else if (kn == "hash_threads") {
       RCP_ASSIGN(c.hash_threads, ck.integer(v, key, 0, 64));
+    } else if (kn == "encrypt") {
+      RCP_ASSIGN(std::string e, ck.string(v, key));
+      if (e == "never") c.encrypt = EncryptPolicy::never;
+      else if (e == "allowed") c.encrypt = EncryptPolicy::allowed;
+      else if (e == "required") c.encrypt = EncryptPolicy::required;
+      else return ck.at(v.source(), key, quoted(e) + " is not one of never, allowed, required");
     } else if (kn == "pid_file") {
       RCP_ASSIGN(c.pid_file, ck.string(v, key));
       if (c.pid_file.empty() || c.pid_file[0] != '/') return ck.at(v.source(), key, "must be an absolute path");
@@ -324,6 +332,7 @@ Result<DaemonConfig> parse_config_string(std::string_view text, std::string_view
   const toml::table& root = parsed.table();
   DaemonConfig c;
   c.file = std::string(filename);
+  std::vector<std::pair<std::string, const toml::node*>> encrypted_modules;
   for (auto&& [k, v] : root) {
     const std::string_view kn = k.str();
     if (kn == "daemon") {
@@ -337,6 +346,7 @@ Result<DaemonConfig> parse_config_string(std::string_view text, std::string_view
                        "module name must be 1 to 64 of A-Z a-z 0-9 _ . - and not start with . or -");
         }
         RCP_ASSIGN(ModuleConfig m, parse_module(ck, mk.str(), mv));
+        if (m.encrypt) encrypted_modules.emplace_back(m.name, mv.as_table()->get("encrypt"));
         c.modules.push_back(std::move(m));
       }
     } else {
@@ -345,6 +355,11 @@ Result<DaemonConfig> parse_config_string(std::string_view text, std::string_view
   }
   // No module is a valid file (the packaged one ships that way): rcpd
   // starts, says it serves nothing, and a reload adds modules.
+  if (c.encrypt == EncryptPolicy::never && !encrypted_modules.empty()) {
+    auto& [name, node] = encrypted_modules.front();
+    return ck.at(node->source(), "modules." + name + ".encrypt",
+                 "true, but [daemon] encrypt = \"never\": no client could use this module");
+  }
   return c;
 }
 

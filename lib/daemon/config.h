@@ -22,6 +22,10 @@ namespace rcp::daemon {
 /// Which transports the daemon listens on.
 enum class TransportChoice { auto_, rdma, tcp };
 
+/// `[daemon] encrypt`: whether TCP clients may (allowed), must (required) or
+/// cannot (never) use TLS. RDMA sessions are never encrypted.
+enum class EncryptPolicy { never, allowed, required };
+
 /// One exported directory (or block device), `[modules.NAME]`.
 struct ModuleConfig {
   std::string name;
@@ -36,6 +40,7 @@ struct ModuleConfig {
   std::vector<std::string> auth_users;  ///< empty = no authentication for this module
   std::string secrets_file;        ///< required with auth_users, refused without
   uint32_t max_connections = 0;    ///< 0 = only the daemon-wide limit applies
+  bool encrypt = false;            ///< refuse sessions that are not encrypted (TLS over TCP)
   bool auth_required() const { return !auth_users.empty(); }
   bool is_device() const { return !device.empty(); }
   bool has_user(std::string_view user) const;
@@ -57,9 +62,12 @@ struct DaemonConfig {
   uint32_t idle_timeout = 600;      ///< seconds without progress before a session is dropped; 0 = never
   uint32_t hash_threads = 1;        ///< as rcpd --hash-threads
   std::string pid_file;             ///< empty = none
+  EncryptPolicy encrypt = EncryptPolicy::allowed;  ///< TLS offered to TCP clients (set at start)
   std::vector<ModuleConfig> modules;  ///< in file order; may be empty (then nothing is served)
 
   const ModuleConfig* find_module(std::string_view name) const;
+  /// Whether sessions for `m` must be encrypted (the module's or the daemon's rule).
+  bool encryption_required(const ModuleConfig& m) const { return m.encrypt || encrypt == EncryptPolicy::required; }
 };
 
 /// Whether a peer may use a module: host_allowed() with the module's rules.

@@ -127,6 +127,10 @@ Result<Admitted> admit(Channel& ch, const Exports& ex, const std::string& peer, 
     if (!ip.ok() || !allowed(it->second->cfg, ip.value()))
       return make_error(EACCES, fmt::format("access to module '{}' denied for host {}", name,
                                             ip.ok() ? ip->to_string() : peer));
+    // Before authentication: an unencrypted session would carry the exchange in the clear.
+    if (ex.config.encryption_required(it->second->cfg) && !ch.transport().encrypted())
+      return make_error(ENOPROTOOPT, fmt::format("module '{}' requires encryption: use rcp --encrypt (TCP only; "
+                                                 "RDMA sessions are not encrypted)", name));
     return it->second;
   };
   if (wire::is_auth_frame(frame)) {
@@ -158,7 +162,11 @@ Result<Admitted> admit(Channel& ch, const Exports& ex, const std::string& peer, 
     a.open = *open;
     // `rcp HOST:` lists modules: no module, nothing to authenticate; the
     // caller answers with the ones this peer may see.
-    if (a.open.op == wire::Op::list) return a;
+    if (a.open.op == wire::Op::list) {
+      if (ex.config.encrypt == EncryptPolicy::required && !ch.transport().encrypted())
+        return make_error(ENOPROTOOPT, "this daemon requires encryption: use rcp --encrypt (TCP only)");
+      return a;
+    }
     auto [mod, rest] = split_module(a.open.path);
     RCP_ASSIGN(a.module, module_for(mod));
     if (a.module->cfg.auth_required())

@@ -66,7 +66,8 @@ struct Admitted {
 
 /// Reads the first message (AUTH_REQUEST or OPEN), and refuses (the error is
 /// for the caller to send to the client and log): an unknown module (ENOENT),
-/// a host the module's rules refuse (EACCES), an OPEN without authentication
+/// a host the module's rules refuse (EACCES), a session that is not
+/// encrypted for a module (or daemon) that requires it (ENOPROTOOPT), an OPEN without authentication
 /// for a module with auth_users, or a failed authentication (EKEYREJECTED), a
 /// push to a read_only module or a pull from a write_only one (EACCES).
 Result<Admitted> admit(Channel& ch, const Exports& ex, const std::string& peer, int timeout_ms,

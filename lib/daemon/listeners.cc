@@ -35,6 +35,7 @@ Result<std::vector<std::unique_ptr<Listener>>> open_listeners(const ListenerConf
     TcpOptions to;
     to.max_chunk = cfg.max_chunk;
     to.timeout_ms = cfg.tcp_hello_ms;
+    to.tls = cfg.tls;
     auto l = tcp_listener(cfg.host, cfg.tcp_port, to);
     if (!l.ok()) return fail(l.error(), l.error().message());
     log_info("listening on {}", l.value()->address());

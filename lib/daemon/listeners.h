@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "transport/listener.h"
+#include "transport/tcp/tcp_transport.h"
 #include "transport/transport.h"
 #include "util/result.h"
 
@@ -24,6 +25,8 @@ struct ListenerConfig {
   TransportKind kind = TransportKind::automatic;
   uint32_t max_chunk = 0;      ///< largest chunk the daemon accepts (its hello)
   int tcp_hello_ms = 5000;     ///< how long a TCP client may take to say hello
+  /// TLS offered to TCP clients that ask (tcp/tls.h); null = not offered.
+  std::shared_ptr<tcp::TlsContext> tls;
 };
 
 /// Opens what the policy asks for and logs each listener it opens

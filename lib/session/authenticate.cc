@@ -41,7 +41,7 @@ Result<T> expect(Channel& ch, int timeout_ms, const std::atomic<bool>* cancel, i
 Result<auth::SessionKeys> client_authenticate(Channel& ch, const std::string& user, const std::string& module,
                                               std::span<const uint8_t> secret, int timeout_ms,
                                               const std::atomic<bool>* cancel) {
-  RCP_ASSIGN(auth::ClientHandshake hs, auth::ClientHandshake::start(user, module, secret));
+  RCP_ASSIGN(auth::ClientHandshake hs, auth::ClientHandshake::start(user, module, secret, ch.transport().channel_binding()));
   RCP_TRY(ch.send_auth(hs.request()));
   auto challenge = expect<wire::AuthChallenge>(
       ch, timeout_ms, cancel, EKEYREJECTED,
@@ -50,7 +50,9 @@ Result<auth::SessionKeys> client_authenticate(Channel& ch, const std::string& us
   if (!challenge.ok()) {
     // A daemon that refuses with ENOTSUP/EPROTO has no authentication for this module: also not trusted.
     const int c = challenge.error().code;
-    if (c == EACCES || c == ENOENT || c == EKEYREJECTED || c == ETIMEDOUT || c == EINTR) return challenge.error();
+    // ENOPROTOOPT: the module requires encryption this session lacks (the copy stops either way).
+    if (c == EACCES || c == ENOENT || c == EKEYREJECTED || c == ETIMEDOUT || c == EINTR || c == ENOPROTOOPT)
+      return challenge.error();
     return make_error(EKEYREJECTED, "refusing the daemon: " + challenge.error().context);
   }
   RCP_ASSIGN(wire::AuthResponse resp, hs.on_challenge(challenge.value()));
@@ -66,14 +68,16 @@ Result<auth::SessionKeys> client_authenticate(Channel& ch, const std::string& us
 
 Result<auth::SessionKeys> server_authenticate(Channel& ch, const wire::AuthRequest& req, const std::string* secret,
                                               int timeout_ms, const std::atomic<bool>* cancel) {
-  RCP_ASSIGN(auth::ServerHandshake hs, auth::ServerHandshake::start(req, secret));
+  RCP_ASSIGN(auth::ServerHandshake hs, auth::ServerHandshake::start(req, secret, ch.transport().channel_binding()));
   RCP_TRY(ch.send_auth(hs.challenge()));
   RCP_ASSIGN(wire::AuthResponse resp,
              expect<wire::AuthResponse>(ch, timeout_ms, cancel, EPROTO, "expected AUTH_RESPONSE"));
   auto ok = hs.on_response(resp);
   if (!ok.ok())  // the caller sends this to the client as its ERROR
     return make_error(EKEYREJECTED, "authentication failed for user " + req.user + " on module " + req.module +
-                                        " (unknown user or wrong password)");
+                                        (ch.transport().encrypted()
+                                             ? " (unknown user, wrong password, or a man in the middle terminating TLS)"
+                                             : " (unknown user or wrong password)"));
   wire::AuthProof proof = ok->proof;
   if (test_faults().auth_bad_proof) proof.server_proof[0] ^= 0x01;
   RCP_TRY(ch.send_auth(proof));

@@ -24,7 +24,11 @@ bool parse_transport(const std::string& s, TransportKind& out) {
 
 Result<std::unique_ptr<Transport>> connect_transport(const std::string& host, const ConnectOptions& opt,
                                                      std::string& fallback_note) {
-  if (opt.kind != TransportKind::tcp) {
+  if (opt.encrypt && opt.kind == TransportKind::rdma)
+    return make_error(EINVAL, "--encrypt needs TCP: RDMA sessions are not encrypted");
+  if (opt.encrypt && opt.kind == TransportKind::automatic) {
+    fallback_note = "--encrypt: using TCP with TLS (RDMA sessions are not encrypted)";
+  } else if (opt.kind != TransportKind::tcp) {
     if (!rdma_devices_present()) {
       if (opt.kind == TransportKind::rdma) return make_error(ENODEV, "--transport rdma: this host has no RDMA device");
       fallback_note = "no RDMA device on this host; using TCP";
@@ -43,6 +47,7 @@ Result<std::unique_ptr<Transport>> connect_transport(const std::string& host, co
   to.timeout_ms = opt.timeout_ms;
   to.streams = opt.tcp_streams;
   to.zerocopy = opt.zerocopy;
+  to.encrypt = opt.encrypt;
   return tcp_connect(host, opt.tcp_port, to);
 }
 

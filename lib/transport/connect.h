@@ -32,6 +32,9 @@ struct ConnectOptions {
   uint32_t tcp_streams = kDefaultTcpStreams;
   uint32_t rdma_qps = kDefaultRdmaQps;
   bool zerocopy = true;
+  /// TLS 1.3 on every TCP stream (rcp --encrypt). RDMA is not encrypted:
+  /// with kind automatic it selects TCP, with kind rdma it is refused.
+  bool encrypt = false;
 };
 
 /// Connects to host; `fallback_note` is set when auto fell back to TCP.

@@ -84,6 +84,12 @@ class Transport {
   /// Whether sends are still queued locally (the session waits for them
   /// before closing so the last message is not lost).
   virtual bool send_pending() const = 0;
+  /// Whether every byte this transport carries is encrypted (TCP with TLS).
+  virtual bool encrypted() const { return false; }
+  /// For an encrypted transport, a value both ends derive from their
+  /// encrypted channel and no relay in the middle can make equal on both
+  /// sides (the TLS exporter); authentication mixes it in. Empty otherwise.
+  virtual std::vector<uint8_t> channel_binding() const { return {}; }
 };
 
 }  // namespace rcp

@@ -262,6 +262,10 @@ constexpr size_t kHelloSize = 32;
 /// asks to add a connection to that session instead of starting one.
 constexpr uint32_t kHelloToken = 1u << 0;
 constexpr uint32_t kHelloJoin = 1u << 1;
+/// TCP only. In the daemon's hello: it offers TLS 1.3 (rcpd encrypt is not
+/// "never"). In the client's: a TLS handshake follows the hellos on this
+/// stream, and the token and join acknowledgement travel inside it.
+constexpr uint32_t kHelloTls = 1u << 2;
 /// Session tokens are 64 random bits, never 0 (0 means "no token").
 constexpr size_t kTokenSize = 8;
 /// A hello followed by a token: 40 bytes, still under rdma_connect's 56.

@@ -19,7 +19,7 @@ _rcp_options() {
     printf '%s\n' "$help" | grep -oE -- '(^|[ ,])--?[A-Za-z0-9][-A-Za-z0-9]*' | sed 's/^[ ,]*//' | sort -u
   else
     printf '%s\n' -v --verbose -q --quiet -r --recursive -V --version -h --help --transport --checksum \
-      -P --port --tcp-port --chunk-size --buffer-size --window --streams --no-zerocopy --hash-threads \
+      -P --port --tcp-port --chunk-size --buffer-size --window --streams --no-zerocopy --encrypt --hash-threads \
       --fsync --progress --no-progress --copy-devices --write-devices --devices-as-files --force --direct
   fi
 }

@@ -132,6 +132,8 @@ max_connections = 4
 [modules.pub]
 path = "/srv/pub"
 )");
+  put_text("config", "encrypt.conf",
+           "[daemon]\nencrypt = \"required\"\n[modules.a]\npath = \"/a\"\nencrypt = true\n");
   put_text("config", "dotted.conf", "daemon.port = 1\nmodules.a.path = \"/a\"\nmodules.b = { path = \"/b\", list = true }\n");
 
   put_text("access", "v4", "10.0.0.0/8");

@@ -413,3 +413,39 @@ TEST_CASE("ChunkMac: keyed, bound to the position, streaming equals one-shot") {
   bogus.len = 200;
   CHECK_FALSE(digest_equal(bogus, bogus));
 }
+
+TEST_CASE("auth: the channel binding (TLS exporter) must be the same on both sides") {
+  const std::vector<uint8_t> chan_a(32, 0xa1), chan_b(32, 0xb2);
+  auto exchange = [&](const std::vector<uint8_t>& cb, const std::vector<uint8_t>& sb) {
+    Run run;
+    auto c = ClientHandshake::start("alice", "data", sp(kSecret), cb);
+    REQUIRE(c.ok());
+    auto s = ServerHandshake::start(c.value().request(), &kSecret, sb);
+    REQUIRE(s.ok());
+    auto resp = c.value().on_challenge(s.value().challenge());
+    REQUIRE(resp.ok());
+    run.server = s.value().on_response(resp.value());
+    if (run.server.ok()) run.client = c.value().on_proof(run.server.value().proof);
+    return run;
+  };
+  // One channel end to end: both sides bound to it, keys agree and differ from an unbound session's.
+  Run same = exchange(chan_a, chan_a);
+  REQUIRE(same.server.ok());
+  REQUIRE(same.client.ok());
+  CHECK(same_keys(same.client.value(), same.server.value().keys));
+  auto [plain_c, plain_s] = keys_pair();
+  CHECK_FALSE(same_keys(same.client.value(), plain_c));
+  // A man in the middle terminating TLS towards each side: two channels, two exporters.
+  Run mitm = exchange(chan_a, chan_b);
+  CHECK_FALSE(mitm.server.ok());
+  CHECK_FALSE(mitm.client.ok());
+  // Encrypted on one side only (a relay that strips TLS towards the daemon): refused too.
+  CHECK_FALSE(exchange(chan_a, {}).server.ok());
+  CHECK_FALSE(exchange({}, chan_b).server.ok());
+  // The binding is part of the proof, and length-prefixed.
+  const Nonce cn{1}, sn{2};
+  CHECK(compute_proof(Role::client, sp(kSecret), cn, sn, "a", "b", chan_a) !=
+        compute_proof(Role::client, sp(kSecret), cn, sn, "a", "b", chan_b));
+  CHECK(compute_proof(Role::client, sp(kSecret), cn, sn, "a", "b", chan_a) !=
+        compute_proof(Role::client, sp(kSecret), cn, sn, "a", "b"));
+}

@@ -78,6 +78,7 @@ streams = 1
 
 [hosts.other]
 progress = true
+encrypt = true
 )");
   CHECK(*c.all.transport == "tcp");
   CHECK(*c.all.port == 7000);
@@ -98,6 +99,8 @@ progress = true
   CHECK(*c.for_host("fe80::1").streams == 1);    // brackets are not part of the name
   CHECK(*c.for_host("[fe80::1]").streams == 1);
   CHECK(*c.for_host("other").progress == true);
+  CHECK(*c.for_host("other").encrypt == true);
+  CHECK_FALSE(c.for_host("backup-host").encrypt.has_value());
   auto n = c.for_host("nobody");
   CHECK(*n.port == 7000);
   CHECK_FALSE(n.user);
@@ -127,6 +130,7 @@ TEST_CASE("mistakes name file, line, column and key") {
   CHECK(contains(err("transport = \"udp\"\n"), "'transport' must be \"auto\", \"rdma\" or \"tcp\", not \"udp\""));
   CHECK(contains(err("transport = 1\n"), "'transport' must be a string, not an integer"));
   CHECK(contains(err("progress = \"yes\"\n"), "'progress' must be true or false, not a string"));
+  CHECK(contains(err("encrypt = 1\n"), "'encrypt' must be true or false"));
   CHECK(contains(err("user = \"\"\n"), "'user' is empty"));
   CHECK(contains(err("password_file = \"~bob/pw\"\n"), "'~user' paths are not supported"));
   CHECK(contains(err("hosts = 3\n"), "'hosts' must be a table"));

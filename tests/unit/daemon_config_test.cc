@@ -338,3 +338,23 @@ TEST_CASE("config: a module may export a block device, and say direct") {
   parse_err(kMod + "direct = \"yes\"\n", 3, "modules.m.direct");
   parse_err("[modules.disk]\ncomment = \"x\"\n", 1, "modules.disk.path");  // neither
 }
+
+TEST_CASE("config: encryption (daemon policy, per-module requirement)") {
+  DaemonConfig d = parse_ok(kMod);
+  CHECK(d.encrypt == EncryptPolicy::allowed);
+  CHECK_FALSE(d.modules[0].encrypt);
+  CHECK_FALSE(d.encryption_required(d.modules[0]));
+  DaemonConfig m = parse_ok(kMod + "encrypt = true\n");
+  CHECK(m.modules[0].encrypt);
+  CHECK(m.encryption_required(m.modules[0]));
+  DaemonConfig r = parse_ok("[daemon]\nencrypt = \"required\"\n" + kMod);
+  CHECK(r.encrypt == EncryptPolicy::required);
+  CHECK(r.encryption_required(r.modules[0]));
+  CHECK(parse_ok("[daemon]\nencrypt = \"never\"\n" + kMod).encrypt == EncryptPolicy::never);
+  parse_err("[daemon]\nencrypt = \"always\"\n" + kMod, 2, "daemon.encrypt");
+  parse_err("[daemon]\nencrypt = true\n" + kMod, 2, "daemon.encrypt");
+  parse_err(kMod + "encrypt = \"yes\"\n", 3, "modules.m.encrypt");
+  // A module no client could reach.
+  std::string msg = parse_err("[daemon]\nencrypt = \"never\"\n" + kMod + "encrypt = true\n", 5, "modules.m.encrypt");
+  CHECK(msg.find("never") != std::string::npos);
+}

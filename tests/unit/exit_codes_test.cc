@@ -33,8 +33,9 @@ TEST_CASE("rsync's numbers where the meaning is the same") {
   CHECK(kConnectTimeout == 35);
   // rcp's own codes do not collide with any rsync code.
   CHECK(kAuth == 40);
+  CHECK(kEncryption == 41);
   for (int c : {kOk, kUsage, kProtocol, kFileSelection, kUnsupported, kStartProtocol, kSocketIo, kFileIo, kStream,
-                kSignal, kNoMemory, kPartial, kVanished, kTimeout, kConnectTimeout, kAuth})
+                kSignal, kNoMemory, kPartial, kVanished, kTimeout, kConnectTimeout, kAuth, kEncryption})
     CHECK_MESSAGE(std::string(exit_code_meaning(c)) != "", c);
   CHECK(std::string(exit_code_meaning(99)) == "");
 }
@@ -116,4 +117,10 @@ TEST_CASE("worst: fatal beats 23 beats 24 beats 0; the first fatal code wins") {
   CHECK(worst(kSocketIo, kPartial) == kSocketIo);
   CHECK(worst(kSocketIo, kTimeout) == kSocketIo);
   CHECK(worst(kOk, kSignal) == kSignal);
+}
+
+TEST_CASE("encryption required but not in place is 41 wherever it is found") {
+  CHECK(code(ENOPROTOOPT, Phase::connect) == kEncryption);   // --encrypt, the daemon offers no TLS
+  CHECK(code(ENOPROTOOPT, Phase::session) == kEncryption);   // the module requires it
+  CHECK(code(ENOPROTOOPT, Phase::usage) == kUsage);
 }

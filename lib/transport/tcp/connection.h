@@ -24,6 +24,7 @@
 
 #include "io/ring.h"
 #include "transport/join_registry.h"
+#include "transport/tcp/tls.h"
 #include "transport/transport.h"
 #include "util/fd.h"
 
@@ -38,8 +39,16 @@ constexpr int kMaxIov = 64;
 /// where the kernel copies anyway, it is neutral at 1 MiB).
 constexpr size_t kZeroCopyMin = 64 * 1024;
 
-/// Daemon side: sockets that joined a session, by its token.
-using StreamJoins = JoinRegistry<Fd>;
+/// A socket that joined a session, with its TLS session when it is encrypted.
+struct JoinedStream {
+  Fd sock;
+  std::unique_ptr<TlsStream> tls;
+};
+/// Daemon side: sockets that joined a session, by its token; the point is
+/// whether the session is encrypted (a join must match it).
+using StreamJoins = JoinRegistry<JoinedStream, bool>;
+/// Plaintext encrypted per user-space TLS send (at most; records are 16 KiB).
+constexpr size_t kTlsSendBatch = 512 * 1024;
 
 struct Region {
   uint8_t* base;
@@ -84,6 +93,12 @@ struct Stream {
   iovec tx_iov[kMaxIov];
   msghdr mh{};
   bool send_busy = false, send_zc = false;
+  // TLS (encrypted sessions): the stream's TLS session; directions the
+  // kernel does not offload go through tls_path.cc. tls_tx is the
+  // ciphertext of the send in flight (tls->tx_next collects the next one).
+  std::unique_ptr<TlsStream> tls;
+  std::vector<uint8_t> tls_tx;
+  size_t tls_tx_sent = 0;
 };
 
 class TcpTransport final : public Transport {
@@ -96,8 +111,9 @@ class TcpTransport final : public Transport {
 
   /// Sets up the ring (on the thread that will use the transport) and
   /// adopts the first stream.
-  Status init(Fd first);
-  void add_stream(Fd sock);
+  Status init(Fd first, std::unique_ptr<TlsStream> tls = nullptr);
+  /// An extra stream; an encrypted session's streams all carry TLS.
+  void add_stream(Fd sock, std::unique_ptr<TlsStream> tls = nullptr);
 
   std::string name() const override { return "tcp"; }
   std::string describe() const override;
@@ -112,6 +128,10 @@ class TcpTransport final : public Transport {
   int wait_fd() const override { return ring_->event_fd(); }
   Status arm() override;
   bool send_pending() const override;
+  bool encrypted() const override { return !streams_.empty() && streams_[0]->tls != nullptr; }
+  std::vector<uint8_t> channel_binding() const override {
+    return encrypted() ? streams_[0]->tls->channel_binding() : std::vector<uint8_t>{};
+  }
 
  private:
   // tcp_transport.cc: I/O
@@ -129,6 +149,12 @@ class TcpTransport final : public Transport {
   Status parse(uint32_t i, Stream& s, std::vector<TransportEvent>& events);
   Status fill_read(Stream& s, std::vector<TransportEvent>& events);
   void serve_read(Stream& s, uint64_t cookie, uint64_t addr, uint32_t key, uint32_t len);
+  // tls_path.cc: user-space TLS on a stream
+  void submit_tls_recv(uint32_t i, Stream& s);
+  Status on_tls_recv(uint32_t i, Stream& s, size_t n, std::vector<TransportEvent>& events);
+  void submit_tls_send(uint32_t i, Stream& s);
+  void on_tls_send_done(Stream& s, int res, std::vector<TransportEvent>& events);
+  static bool tls_send_waiting(const Stream& s);
 
   std::string peer_;
   Negotiated neg_;
@@ -140,6 +166,7 @@ class TcpTransport final : public Transport {
   std::unordered_map<uint64_t, PendingRead> reads_;
   uint64_t next_stream_ = 0;
   bool closed_ = false;
+  std::string tls_error_;  // an encryption failure in pump(), reported by poll()
   bool fixed_ = false;
   uint8_t* fixed_base_ = nullptr;
   size_t fixed_len_ = 0;

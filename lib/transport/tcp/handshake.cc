@@ -13,6 +13,7 @@
 #include <fmt/core.h>
 
 #include "hash/digest.h"
+#include "transport/tcp/tls.h"
 #include "util/log.h"
 #include "wire/codec.h"
 
@@ -20,18 +21,8 @@ namespace rcp::tcp {
 namespace {
 
 using wire::kHelloJoin;
+using wire::kHelloTls;
 using wire::kHelloToken;
-
-using Clock = std::chrono::steady_clock;
-
-/// When a hello must be over, and who may cut it short.
-struct Deadline {
-  Clock::time_point at;
-  const std::atomic<bool>* cancel = nullptr;
-  static Deadline in(int timeout_ms, const std::atomic<bool>* cancel = nullptr) {
-    return {Clock::now() + std::chrono::milliseconds(timeout_ms), cancel};
-  }
-};
 
 /// A cancelled hello notices within this long (the daemon evicts the oldest
 /// pending hello when a new connection needs its place).
@@ -90,29 +81,51 @@ Negotiated negotiate(const TcpOptions& opt, const wire::Hello& peer) {
   return n;
 }
 
-Status send_u64(int fd, uint64_t v, const Deadline& dl, const std::string& peer) {
+/// A token or an acknowledgement: inside TLS when the stream has it.
+Status send_u64(int fd, TlsStream* tls, uint64_t v, const Deadline& dl, const std::string& peer) {
   std::vector<uint8_t> b;
   wire::Writer(b).u64(v);
+  if (tls) return tls->write_exact(b, dl);
   return io_exact(fd, b.data(), b.size(), true, dl, peer);
 }
 
-Result<uint64_t> recv_u64(int fd, const Deadline& dl, const std::string& peer) {
+Result<uint64_t> recv_u64(int fd, TlsStream* tls, const Deadline& dl, const std::string& peer) {
   uint8_t b[8];
-  RCP_TRY(io_exact(fd, b, 8, false, dl, peer));
+  if (tls) {
+    RCP_TRY(tls->read_exact(b, dl));
+  } else {
+    RCP_TRY(io_exact(fd, b, 8, false, dl, peer));
+  }
   wire::Reader r({b, 8});
   return r.u64();
 }
 
-/// Sends our hello, reads and checks the peer's.
-Result<wire::Hello> exchange_hello(int fd, const std::string& peer, const TcpOptions& opt, uint32_t flags) {
+/// Sends our hello, reads and checks the peer's; with --encrypt, refuses a
+/// daemon that does not offer TLS.
+Result<wire::Hello> exchange_hello(int fd, const std::string& peer, const TcpOptions& opt, uint32_t flags,
+                                   const Deadline& dl) {
+  if (opt.encrypt) flags |= kHelloTls;
   auto mine = wire::encode_hello(local_hello(opt, flags, opt.streams));
-  const Deadline dl = Deadline::in(opt.timeout_ms);
   RCP_TRY(io_exact(fd, mine.data(), mine.size(), true, dl, peer));
   std::vector<uint8_t> theirs(wire::kHelloSize);
   RCP_TRY(io_exact(fd, theirs.data(), theirs.size(), false, dl, peer));
   auto h = wire::decode_hello(theirs);
   if (!h.ok()) return make_error(h.error().code, "hello from " + peer + ": " + h.error().context);
+  if (opt.encrypt && !(h->flags & kHelloTls))
+    return make_error(ENOPROTOOPT, "--encrypt: the daemon at " + peer + " does not offer encryption");
   return h;
+}
+
+/// The daemon's half of a join: the session must be encrypted exactly when
+/// this stream is, and the acknowledgement goes out under the registry's
+/// lock, before the session can pick the stream up (nothing else may write
+/// to it, or use its TLS session, meanwhile).
+Status join_session(StreamJoins& joins, uint64_t want, JoinedStream& js, const Deadline& dl, const std::string& peer) {
+  return joins.join(want, js, [&](bool& encrypted, JoinedStream& c, JoinSeat) -> Status {
+    if (encrypted && !c.tls) return make_error(EPERM, "its session is encrypted and this stream did not start TLS");
+    if (!encrypted && c.tls) return make_error(EPERM, "its session is not encrypted and this stream started TLS");
+    return send_u64(c.sock.get(), c.tls.get(), want, dl, peer);
+  });
 }
 
 }  // namespace
@@ -166,29 +179,36 @@ Result<std::unique_ptr<Transport>> accept_hello(Fd sock, const std::string& peer
   // Our hello goes first (it only offers a token); the client's says
   // whether it starts a session or joins one.
   std::vector<uint8_t> theirs(wire::kHelloSize);
-  auto mine = wire::encode_hello(local_hello(opt, kHelloToken, 1));
+  auto mine = wire::encode_hello(local_hello(opt, kHelloToken | (opt.tls ? kHelloTls : 0), 1));
   RCP_TRY(io_exact(sock.get(), mine.data(), mine.size(), true, dl, peer));
   RCP_TRY(io_exact(sock.get(), theirs.data(), theirs.size(), false, dl, peer));
   auto h = wire::decode_hello(theirs);
   if (!h.ok()) return make_error(h.error().code, "hello from " + peer + ": " + h.error().context);
+  // TLS, when the client asks for it, within the same deadline.
+  std::unique_ptr<TlsStream> tls;
+  if (h->flags & kHelloTls) {
+    if (!opt.tls) return make_error(ENOPROTOOPT, "hello from " + peer + " asks for TLS, which this daemon does not offer");
+    RCP_ASSIGN(tls, TlsStream::handshake(*opt.tls, sock.get(), dl, peer));
+  }
   if (h->flags & kHelloJoin) {
-    RCP_ASSIGN(uint64_t want, recv_u64(sock.get(), dl, peer));
-    Fd dup(::dup(sock.get()));  // the session owns this one from the join on
-    if (!dup.valid()) return sys_error("dup (stream join)");
-    if (Status st = joins->join(want, dup); !st.ok()) {
-      (void)send_u64(sock.get(), 0, dl, peer);  // "refused", so the client can say so
+    RCP_ASSIGN(uint64_t want, recv_u64(sock.get(), tls.get(), dl, peer));
+    JoinedStream js;
+    js.sock.reset(::dup(sock.get()));  // the session owns this one from the join on
+    if (!js.sock.valid()) return sys_error("dup (stream join)");
+    js.tls = std::move(tls);
+    if (Status st = join_session(*joins, want, js, dl, peer); !st.ok()) {
+      (void)send_u64(sock.get(), js.tls.get(), 0, dl, peer);  // "refused", so the client can say so
       return make_error(st.error().code, "stream join refused: " + st.error().context);
     }
-    RCP_TRY(send_u64(sock.get(), want, dl, peer));
     return std::unique_ptr<Transport>();
   }
   // Open for joins before the client learns the token, so its joins always
   // find the session; the transport's destructor closes it.
   RCP_ASSIGN(uint64_t token, wire::new_session_token());
-  if (!joins->open(token, h->qps)) return make_error(EEXIST, "session token collision");
+  if (!joins->open(token, h->qps, tls != nullptr)) return make_error(EEXIST, "session token collision");
   auto t = std::make_unique<TcpTransport>(peer, negotiate(opt, h.value()), opt.zerocopy, token, std::move(joins));
-  RCP_TRY(send_u64(sock.get(), token, dl, peer));
-  RCP_TRY(t->init(std::move(sock)));
+  RCP_TRY(send_u64(sock.get(), tls.get(), token, dl, peer));
+  RCP_TRY(t->init(std::move(sock), std::move(tls)));
   return std::unique_ptr<Transport>(std::move(t));
 }
 
@@ -199,27 +219,42 @@ namespace rcp {
 Result<std::unique_ptr<Transport>> tcp_connect(const std::string& host, uint16_t port, const TcpOptions& opt) {
   using namespace tcp;
   std::string peer;
+  std::shared_ptr<TlsContext> ctx;
+  if (opt.encrypt) {
+    RCP_ASSIGN(ctx, TlsContext::client());
+  }
   RCP_ASSIGN(Fd first, dial(host, port, peer));
-  RCP_ASSIGN(wire::Hello h, exchange_hello(first.get(), peer, opt, 0));
+  const Deadline dl = Deadline::in(opt.timeout_ms);
+  RCP_ASSIGN(wire::Hello h, exchange_hello(first.get(), peer, opt, 0, dl));
+  std::unique_ptr<TlsStream> tls;
+  if (ctx) {
+    RCP_ASSIGN(tls, TlsStream::handshake(*ctx, first.get(), dl, peer));
+  }
+  // Extra streams must reach the daemon that holds this stream's key.
+  const std::vector<uint8_t> pin = tls ? tls->peer_key() : std::vector<uint8_t>{};
   uint64_t token = 0;
   if (h.flags & kHelloToken) {
-    RCP_ASSIGN(token, recv_u64(first.get(), Deadline::in(opt.timeout_ms), peer));
+    RCP_ASSIGN(token, recv_u64(first.get(), tls.get(), dl, peer));
   }
   auto t = std::make_unique<TcpTransport>(peer, negotiate(opt, h), opt.zerocopy);
-  RCP_TRY(t->init(std::move(first)));
+  RCP_TRY(t->init(std::move(first), std::move(tls)));
   // Extra streams join the session with its token; a daemon that offers no
   // token gets one stream.
   const uint32_t streams = std::clamp<uint32_t>(opt.streams, 1, kMaxJoinedConnections);
   for (uint32_t i = 1; token != 0 && i < streams; ++i) {
     std::string p2;
     RCP_ASSIGN(Fd s, dial(host, port, p2));
-    RCP_TRY(exchange_hello(s.get(), p2, opt, kHelloJoin));
-    const Deadline dl = Deadline::in(opt.timeout_ms);
-    RCP_TRY(send_u64(s.get(), token, dl, p2));
+    const Deadline jdl = Deadline::in(opt.timeout_ms);
+    RCP_TRY(exchange_hello(s.get(), p2, opt, kHelloJoin, jdl));
+    std::unique_ptr<TlsStream> stls;
+    if (ctx) {
+      RCP_ASSIGN(stls, TlsStream::handshake(*ctx, s.get(), jdl, p2, pin));
+    }
+    RCP_TRY(send_u64(s.get(), stls.get(), token, jdl, p2));
     // The daemon confirms the join only once the stream belongs to the session.
-    RCP_ASSIGN(uint64_t ack, recv_u64(s.get(), dl, p2));
+    RCP_ASSIGN(uint64_t ack, recv_u64(s.get(), stls.get(), jdl, p2));
     if (ack != token) return make_error(EPROTO, "stream join refused by " + p2);
-    t->add_stream(std::move(s));
+    t->add_stream(std::move(s), std::move(stls));
   }
   return std::unique_ptr<Transport>(std::move(t));
 }

@@ -5,7 +5,11 @@
 /// sends a join hello followed by that token on each, and the daemon
 /// confirms by echoing the token (or answers 0: refused). The hello is
 /// exchanged with blocking I/O under a deadline before the connection moves
-/// onto io_uring: it is a few dozen bytes, once per connection.
+/// onto io_uring: it is a few dozen bytes, once per connection. When the
+/// client's hello asks for TLS (rcp --encrypt, offered by the daemon's
+/// hello), a TLS 1.3 handshake follows on that stream, within the same
+/// deadline, and the token and the join acknowledgement travel inside it
+/// (tls.h); a join must be encrypted exactly when its session is.
 #pragma once
 
 #include <sys/socket.h>

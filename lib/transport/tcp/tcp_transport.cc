@@ -35,24 +35,32 @@ TcpTransport::~TcpTransport() {
   }
 }
 
-Status TcpTransport::init(Fd first) {
+Status TcpTransport::init(Fd first, std::unique_ptr<TlsStream> tls) {
   RCP_ASSIGN(ring_, Ring::create(256));
   if (zerocopy_) zerocopy_ = ring_->supports(IORING_OP_SENDMSG_ZC);
-  add_stream(std::move(first));
+  add_stream(std::move(first), std::move(tls));
   return {};
 }
 
-void TcpTransport::add_stream(Fd sock) {
+void TcpTransport::add_stream(Fd sock, std::unique_ptr<TlsStream> tls) {
   int one = 1;
   ::setsockopt(sock.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   auto s = std::make_unique<Stream>();
   s->sock = std::move(sock);
+  if (tls) {
+    tls->to_user_space();
+    s->tls = std::move(tls);
+  }
   streams_.push_back(std::move(s));
 }
 
 std::string TcpTransport::describe() const {
-  return fmt::format("tcp: {} stream(s), {} reads in flight, zero-copy send {}", streams_.size(),
-                     neg_.reads_in_flight, zerocopy_ ? "on" : "off");
+  // A user-space TLS send copies (encrypts) the data: zero-copy does not apply.
+  const bool zc = zerocopy_ && !(encrypted() && streams_[0]->tls->user_tx());
+  std::string d = fmt::format("tcp: {} stream(s), {} reads in flight, zero-copy send {}", streams_.size(),
+                              neg_.reads_in_flight, zc ? "on" : "off");
+  if (encrypted()) d += ", encrypted: " + streams_[0]->tls->describe();
+  return d;
 }
 
 Result<uint32_t> TcpTransport::register_memory(void* base, size_t len, bool remote_read) {
@@ -149,7 +157,7 @@ Status TcpTransport::arm() {
 
 bool TcpTransport::send_pending() const {
   for (auto& s : streams_)
-    if (!s->out.empty() || s->send_busy) return true;
+    if (!s->out.empty() || s->send_busy || tls_send_waiting(*s)) return true;
   return false;
 }
 
@@ -166,14 +174,15 @@ Status TcpTransport::poll(std::vector<TransportEvent>& events) {
     });
     if (n == 0) break;
   }
+  if (!tls_error_.empty()) close_with(events, tls_error_);
   return {};
 }
 
 void TcpTransport::take_joins() {
   if (!joins_ || !token_) return;
-  std::vector<Fd> fresh = joins_->take(token_);
+  std::vector<JoinedStream> fresh = joins_->take(token_);
   if (fresh.empty()) return;
-  for (auto& f : fresh) add_stream(std::move(f));
+  for (auto& f : fresh) add_stream(std::move(f.sock), std::move(f.tls));
   log_debug("{}: now {} stream(s)", peer_, streams_.size());
 }
 
@@ -183,7 +192,7 @@ void TcpTransport::pump() {
   for (uint32_t i = 0; i < streams_.size(); ++i) {
     Stream& s = *streams_[i];
     if (!s.recv_busy && !s.eof) submit_recv(i, s);
-    if (!s.send_busy && !s.out.empty()) submit_send(i, s);
+    if (!s.send_busy && (!s.out.empty() || tls_send_waiting(s))) submit_send(i, s);
   }
 }
 
@@ -197,6 +206,7 @@ bool TcpTransport::queue(Op op) {
 }
 
 void TcpTransport::submit_recv(uint32_t i, Stream& s) {
+  if (s.tls && s.tls->user_rx()) return submit_tls_recv(i, s);
   const int fd = s.sock.get();
   if (s.cur_read && s.rx_pos == s.rx_len) {
     // A read reply is arriving: receive straight into its scatter list.
@@ -238,6 +248,7 @@ void TcpTransport::submit_recv(uint32_t i, Stream& s) {
 }
 
 void TcpTransport::submit_send(uint32_t i, Stream& s) {
+  if (s.tls && s.tls->user_tx()) return submit_tls_send(i, s);
   int n = 0;
   size_t data_bytes = 0;
   while (!s.out.empty() && n < kMaxIov - 1) {
@@ -301,6 +312,11 @@ void TcpTransport::on_cqe(uint64_t ud, int res, uint32_t flags, std::vector<Tran
     s.eof = true;
     return close_with(events, fmt::format("receive from {}: {}", peer_, std::strerror(-res)));
   }
+  if (s.tls && s.tls->user_rx()) {
+    Status st = on_tls_recv(i, s, static_cast<size_t>(res), events);
+    if (!st.ok()) close_with(events, st.error().message());
+    return;
+  }
   if (id->op == IoOp::recv_reply) {
     s.cur_done += static_cast<uint32_t>(res);
   } else {
@@ -315,6 +331,7 @@ void TcpTransport::on_send_done(Stream& s, uint64_t seq, int res, uint32_t flags
     s.zc_wait.erase(seq);
     return;
   }
+  if (s.tls && s.tls->user_tx()) return on_tls_send_done(s, res, events);
   // A zero-copy send without a notification to come holds nothing.
   if (s.send_zc && !(flags & IORING_CQE_F_MORE)) s.zc_wait.erase(seq);
   s.send_busy = false;

@@ -11,7 +11,8 @@
 /// This is the whole public surface; the implementation is split one
 /// concern per file under tcp/: connection.h (the transport's state),
 /// tcp_transport.cc (I/O), framing (frames), handshake (hello, connect),
-/// listener (the daemon side), completion_id.h (io_uring user_data).
+/// listener (the daemon side), completion_id.h (io_uring user_data), tls
+/// (TLS 1.3 per stream for --encrypt) and tls_path.cc (its user-space data path).
 #pragma once
 
 #include <memory>
@@ -22,12 +23,21 @@
 
 namespace rcp {
 
+namespace tcp {
+class TlsContext;
+}
+
 struct TcpOptions {
   uint32_t max_chunk = 0;
   uint32_t reads_in_flight = 32;
   uint32_t streams = 2;     ///< TCP connections per copy, 1..16 (client side decides; its hello announces them)
   bool zerocopy = true;     ///< IORING_OP_SENDMSG_ZC for read replies, if the kernel has it
   int timeout_ms = 10000;   ///< connect and hello
+  /// Client: TLS 1.3 on every stream (tcp/tls.h); a daemon that does not
+  /// offer it is refused (ENOPROTOOPT).
+  bool encrypt = false;
+  /// Daemon: the TLS context offered to clients that ask; null = not offered.
+  std::shared_ptr<tcp::TlsContext> tls;
 };
 
 Result<std::unique_ptr<Transport>> tcp_connect(const std::string& host, uint16_t port, const TcpOptions& opt);
