@@ -108,6 +108,21 @@ if [ "$transport" = rdma ]; then
   check "-v names the rdma device" grep -q "rcp: rdma rxe[0-9].*MB/s" "$work/err"
 else
   check "-v names tcp" grep -q "rcp: tcp: .*MB/s" "$work/err"
+  # To a peer on this host the kernel copies zero-copy sends anyway: plain sends there
+  # (bench/README.md). The zero-copy path itself, forced on loopback by a test switch, in
+  # both directions: the client sends for a push, the daemon for a pull.
+  check "-v: zero-copy send off to a local peer" grep -q "zero-copy send off (local peer)" "$work/err"
+  stop_daemon
+  start_daemon RCP_TEST_FAULT=zerocopy-local
+  RCP_TEST_FAULT=zerocopy-local rcp -v "$src/size48M" "$addr:data/zc48M"
+  check "zero-copy send forced on loopback: on" grep -q "zero-copy send on" "$work/err"
+  check "zero-copy push byte-exact" cmp -s "$src/size48M" "$exp/zc48M"
+  rm -f "$out/zc48M"
+  rcp "$addr:data/size48M" "$out/zc48M"
+  check "zero-copy pull (daemon sends) byte-exact" cmp -s "$src/size48M" "$out/zc48M"
+  rm -f "$exp/zc48M" "$out/zc48M"
+  stop_daemon
+  start_daemon
 fi
 
 # --- address forms (this block also runs over verbs in the soft-RoCE tier): USER@HOST::MODULE/PATH

@@ -37,9 +37,15 @@ constexpr int kMaxIov = 64;
 /// large sends (the kernel docs suggest ≥ 10 KiB; measured here on loopback,
 /// where the kernel copies anyway, it is neutral at 1 MiB).
 constexpr size_t kZeroCopyMin = 64 * 1024;
+/// Reads in flight to a local peer (see read_capacity()).
+constexpr uint32_t kLocalReads = 4;
 
 /// Daemon side: sockets that joined a session, by its token.
 using StreamJoins = JoinRegistry<Fd>;
+
+/// Whether a connected socket's peer is on this host: a loopback address or
+/// the socket's own local address (traffic between them goes through lo).
+bool is_local_peer(int fd);
 
 struct Region {
   uint8_t* base;
@@ -141,6 +147,7 @@ class TcpTransport final : public Transport {
   uint64_t next_stream_ = 0;
   bool closed_ = false;
   bool fixed_ = false;
+  bool local_peer_ = false;  // the first stream's peer is an address of this host
   uint8_t* fixed_base_ = nullptr;
   size_t fixed_len_ = 0;
   uint64_t fixed_reads_ = 0;
