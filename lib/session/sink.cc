@@ -1,17 +1,20 @@
 #include "session/sink.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <deque>
 #include <fmt/core.h>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <variant>
 
 #include "hash/hash_pool.h"
 #include "io/ring.h"
+#include "io/write_inline.h"
 #include "session/ledger.h"
 #include "session/loop.h"
 #include "session/plan.h"
@@ -73,6 +76,7 @@ class Sink {
     if (wit == writes_.end()) return make_error(EIO, "internal: unknown write completion");
     Write w = wit->second;
     writes_.erase(wit);
+    if (w.inline_res) res = *w.inline_res;  // written by submit_write; this was its NOP
     Pending& p = pending_.at(w.cookie);
     File& f = files_.at(p.c.file_id);
     if (res < 0 && !f.failed) fail_file(f, make_error(-res, "write '" + f.shown + "'").message());
@@ -150,6 +154,7 @@ class Sink {
     FileLedger ledger;
     uint64_t written = 0;
     uint32_t chunks_active = 0;
+    int inline_writes = -1;  // io/write_inline.h; -1: not asked yet
     bool end_seen = false;
     bool failed = false;
     std::string error;
@@ -167,6 +172,7 @@ class Sink {
     uint64_t file_off;
     uint32_t buf_off;
     uint32_t len;
+    std::optional<int> inline_res = {};  // pwrite's result (-errno) when written inline
   };
 
   Status handle(wire::FileBegin& fb) {
@@ -318,7 +324,14 @@ class Sink {
  private:
   void submit_write(File& f, const Write& w) {
     const uint64_t id = next_write_++;
-    writes_.emplace(id, w);
+    auto it = writes_.emplace(id, w).first;
+    if (f.inline_writes < 0) f.inline_writes = write_inline(f.tmp.fd());
+    if (f.inline_writes) {
+      const ssize_t r = ::pwrite(f.tmp.fd(), pool_.at(w.block) + w.buf_off, w.len, static_cast<off_t>(w.file_off));
+      it->second.inline_res = r < 0 ? -errno : static_cast<int>(r);
+      while (!ring_.nop(id)) (void)ring_.submit();
+      return;
+    }
     while (!ring_.write_fixed(f.tmp.fd(), pool_.at(w.block) + w.buf_off, w.len, w.file_off, pool_.buf_index(w.block), id))
       (void)ring_.submit();
   }
