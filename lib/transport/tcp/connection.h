@@ -37,8 +37,8 @@ constexpr int kMaxIov = 64;
 /// large sends (the kernel docs suggest ≥ 10 KiB; measured here on loopback,
 /// where the kernel copies anyway, it is neutral at 1 MiB).
 constexpr size_t kZeroCopyMin = 64 * 1024;
-/// Reads in flight to a local peer (see read_capacity()).
-constexpr uint32_t kLocalReads = 4;
+/// Bytes of reads in flight to a local peer (see read_capacity()).
+constexpr uint64_t kLocalReadBytes = 4u << 20;
 
 /// Daemon side: sockets that joined a session, by its token.
 using StreamJoins = JoinRegistry<Fd>;
