@@ -140,3 +140,46 @@ wait_for_line() {
     done
     return 1
 }
+
+# measure_pair KEY RUN BYTES FILES PORT [VERIFY_FN] -- SERVER_CMD... -- CLIENT_CMD...
+# For the pipe anchors (socat, tar|nc), whose receiving or sending end is a one-shot
+# listener rather than a daemon: starts SERVER_CMD under time(1), waits until PORT listens,
+# then times CLIENT_CMD; the wall time runs until BOTH ends have exited (the last byte is in
+# the file), and the "daemon" CPU is the server's (user+sys, its children included).
+measure_pair() {
+    local key=$1 run=$2 bytes=$3 files=$4 port=$5 verify=':'
+    shift 5
+    if [ "$1" != -- ]; then verify=$1; shift; fi
+    shift
+    local srv=() t0 t1 rc src=0 cu=- cs=- crss=- su=- ss=- i
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
+    shift
+    /usr/bin/time -f '%e %U %S %M' -o "$W/stime.out" "${srv[@]}" > "$W/srv.out" 2> "$W/srv.err" &
+    local spid=$!
+    for (( i = 0; i < 100; i++ )); do
+        [ -n "$(ss -Hltn "( sport = :$port )" 2>/dev/null)" ] && break
+        sleep 0.02
+    done
+    t0=${EPOCHREALTIME/./}
+    /usr/bin/time -f '%e %U %S %M' -o "$W/time.out" "$@" > "$W/cmd.out" 2> "$W/cmd.err"
+    rc=$?
+    wait "$spid" || src=$?
+    t1=${EPOCHREALTIME/./}
+    [ "$rc" != 0 ] || rc=$src
+    last_line "$W/time.out"; read -r _ cu cs crss <<< "$REPLY"
+    last_line "$W/stime.out"; read -r _ su ss _ <<< "$REPLY"
+    local dcpu=-
+    [ -z "$su" ] || [ "$su" = - ] || dcpu=$(awk -v u="$su" -v s="$ss" 'BEGIN { printf "%.3f", u + s }')
+    { echo "== $key run $run rc=$rc: server ${srv[*]} | client $*"; cat "$W/srv.err" "$W/cmd.err"; } >> "$LOG"
+    if [ "$rc" != 0 ]; then
+        say "$key run $run failed (rc=$rc): $(tail -n 3 "$W/srv.err" "$W/cmd.err" | tr '\n' ' ')"
+    elif ! "$verify"; then
+        say "$key run $run: copy differs from the source"
+        echo "   VERIFY FAILED" >> "$LOG"
+        rc=99
+    fi
+    local dt=$(( t1 - t0 ))
+    emit RAW "$key" "$run" "$rc" "$(printf '%d.%06d' $(( dt / 1000000 )) $(( dt % 1000000 )))" \
+        "$bytes" "$files" "${cu:--}" "${cs:--}" "${crss:--}" "$dcpu" - - -
+    return 0
+}

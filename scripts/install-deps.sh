@@ -30,7 +30,7 @@ build_pkgs=(
 fuzz_pkgs=(clang libclang-rt-14-dev)
 runtime_pkgs=(
     ibverbs-providers rdma-core ibverbs-utils rdmacm-utils perftest iproute2 kmod
-    iperf3 rsync
+    iperf3 rsync socat netcat-openbsd   # bench/run anchors (socat, tar|nc)
     zsh
     bsdutils     # script(1): the cli suite runs rcp under a pseudo-terminal
 )

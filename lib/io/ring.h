@@ -56,6 +56,9 @@ class Ring {
   /// it points at must stay valid until the first completion, the data
   /// until the notification.
   bool sendmsg(int fd, const msghdr* mh, int flags, bool zerocopy, uint64_t user_data);
+  /// A no-op that completes with res 0: work done inline announces its end
+  /// through the same completion path as the rest.
+  bool nop(uint64_t user_data);
   /// Whether the kernel knows an opcode (IORING_OP_SENDMSG_ZC needs 6.1).
   bool supports(int opcode);
 

@@ -2,18 +2,21 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <deque>
 #include <fmt/core.h>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <variant>
 
 #include "hash/hash_pool.h"
 #include "io/direct.h"
 #include "io/ring.h"
+#include "io/write_inline.h"
 #include "session/ledger.h"
 #include "session/loop.h"
 #include "session/plan.h"
@@ -75,6 +78,7 @@ class Sink {
     if (wit == writes_.end()) return make_error(EIO, "internal: unknown write completion");
     Write w = wit->second;
     writes_.erase(wit);
+    if (w.inline_res) res = *w.inline_res;  // written by submit_write; this was its NOP
     Pending& p = pending_.at(w.cookie);
     File& f = files_.at(p.c.file_id);
     if (res < 0 && !f.failed) fail_file(f, make_error(-res, "write '" + f.shown + "'").message());
@@ -154,6 +158,7 @@ class Sink {
     uint64_t written = 0;
     bool touched = false;  // a write was submitted (a device keeps what reached it)
     uint32_t chunks_active = 0;
+    int inline_writes = -1;  // io/write_inline.h; -1: not asked yet
     bool end_seen = false;
     bool failed = false;
     std::string error;
@@ -171,6 +176,7 @@ class Sink {
     uint64_t file_off;
     uint32_t buf_off;
     uint32_t len;
+    std::optional<int> inline_res = {};  // pwrite's result (-errno) when written inline
   };
 
   Status handle(wire::FileBegin& fb) {
@@ -345,8 +351,17 @@ class Sink {
 
   void submit_one(File& f, const Write& w, int fd) {
     const uint64_t id = next_write_++;
-    writes_.emplace(id, w);
+    auto it = writes_.emplace(id, w).first;
     f.touched = true;
+    if (fd == f.tmp.fd()) {  // buffered (the O_DIRECT twin always goes through the ring)
+      if (f.inline_writes < 0) f.inline_writes = write_inline(f.tmp.fd());
+      if (f.inline_writes) {
+        const ssize_t r = ::pwrite(fd, pool_.at(w.block) + w.buf_off, w.len, static_cast<off_t>(w.file_off));
+        it->second.inline_res = r < 0 ? -errno : static_cast<int>(r);
+        while (!ring_.nop(id)) (void)ring_.submit();
+        return;
+      }
+    }
     while (!ring_.write_fixed(fd, pool_.at(w.block) + w.buf_off, w.len, w.file_off, pool_.buf_index(w.block), id))
       (void)ring_.submit();
   }

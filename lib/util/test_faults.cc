@@ -23,6 +23,7 @@ TestFaults parse_test_faults(std::string_view spec) {
     if (k == "tamper-control") f.tamper_control = v;
     if (k == "auth-bad-proof") f.auth_bad_proof = true;
     if (k == "auth-skip") f.auth_skip = true;
+    if (k == "zerocopy-local") f.zerocopy_local = true;
     i = j + 1;
   }
   return f;

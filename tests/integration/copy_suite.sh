@@ -51,10 +51,12 @@ dpid=
 # (kept when a check failed, for its logs; never with a mount left inside).
 cleanup() {
   if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then kill -TERM "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null; fi
-  if mountpoint -q "$work/tiny" 2>/dev/null; then
-    umount "$work/tiny" || echo "copy_suite: could not unmount $work/tiny" >&2
-  fi
-  if [ "$fail" = 0 ] && ! mountpoint -q "$work/tiny" 2>/dev/null; then
+  for m in tiny mem; do
+    if mountpoint -q "$work/$m" 2>/dev/null; then
+      umount "$work/$m" || echo "copy_suite: could not unmount $work/$m" >&2
+    fi
+  done
+  if [ "$fail" = 0 ] && ! mountpoint -q "$work/tiny" 2>/dev/null && ! mountpoint -q "$work/mem" 2>/dev/null; then
     rm -rf "$work"
   else
     echo "copy_suite: kept $work"
@@ -108,6 +110,21 @@ if [ "$transport" = rdma ]; then
   check "-v names the rdma device" grep -q "rcp: rdma rxe[0-9].*MB/s" "$work/err"
 else
   check "-v names tcp" grep -q "rcp: tcp: .*MB/s" "$work/err"
+  # To a peer on this host the kernel copies zero-copy sends anyway: plain sends there
+  # (bench/README.md). The zero-copy path itself, forced on loopback by a test switch, in
+  # both directions: the client sends for a push, the daemon for a pull.
+  check "-v: zero-copy send off to a local peer" grep -q "zero-copy send off (local peer)" "$work/err"
+  stop_daemon
+  start_daemon RCP_TEST_FAULT=zerocopy-local
+  RCP_TEST_FAULT=zerocopy-local rcp -v "$src/size48M" "$addr:data/zc48M"
+  check "zero-copy send forced on loopback: on" grep -q "zero-copy send on" "$work/err"
+  check "zero-copy push byte-exact" cmp -s "$src/size48M" "$exp/zc48M"
+  rm -f "$out/zc48M"
+  rcp "$addr:data/size48M" "$out/zc48M"
+  check "zero-copy pull (daemon sends) byte-exact" cmp -s "$src/size48M" "$out/zc48M"
+  rm -f "$exp/zc48M" "$out/zc48M"
+  stop_daemon
+  start_daemon
 fi
 
 # --- address forms (this block also runs over verbs in the soft-RoCE tier): USER@HOST::MODULE/PATH
@@ -371,6 +388,26 @@ if mount -t tmpfs -o size=1m tmpfs "$work/tiny" 2> "$work/mount.err"; then
   start_daemon
 else
   bad "full-disk test could not mount a small tmpfs (needs root)" "$(cat "$work/mount.err")"
+fi
+# --- into tmpfs the sink writes with pwrite on its loop (io/write_inline.h), elsewhere through
+# io_uring: both ways byte-exact, many chunks and a short last one
+mkdir -p "$work/mem"
+if mount -t tmpfs -o size=128m tmpfs "$work/mem" 2> "$work/mount.err"; then
+  stop_daemon
+  extra_exports=(--export mem="$work/mem")
+  start_daemon
+  mkdir -p "$work/mem/in"
+  rcp "$src/size48M" "$src/size1M+1" "$addr:mem/" && cmp -s "$src/size48M" "$work/mem/size48M" && cmp -s "$src/size1M+1" "$work/mem/size1M+1"
+  check "push into tmpfs (inline writes) byte-exact" test $? = 0
+  rcp "$addr:data/size48M" "$addr:data/size1M+1" "$work/mem/in/" && cmp -s "$src/size48M" "$work/mem/in/size48M" && cmp -s "$src/size1M+1" "$work/mem/in/size1M+1"
+  check "pull into tmpfs (inline writes) byte-exact" test $? = 0
+  stop_daemon
+  umount "$work/mem" 2> "$work/mount.err"
+  check "  ... and that tmpfs unmounts once its daemon stopped (no file left open)" test $? = 0
+  extra_exports=()
+  start_daemon
+else
+  bad "tmpfs test could not mount a tmpfs (needs root)" "$(cat "$work/mount.err")"
 fi
 
 # --- a peer that speaks another protocol version is refused with a clear error, both ways

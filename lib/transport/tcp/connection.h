@@ -38,6 +38,8 @@ constexpr int kMaxIov = 64;
 /// large sends (the kernel docs suggest ≥ 10 KiB; measured here on loopback,
 /// where the kernel copies anyway, it is neutral at 1 MiB).
 constexpr size_t kZeroCopyMin = 64 * 1024;
+/// Bytes of reads in flight to a local peer (see read_capacity()).
+constexpr uint64_t kLocalReadBytes = 4u << 20;
 
 /// A socket that joined a session, with its TLS session when it is encrypted.
 struct JoinedStream {
@@ -49,6 +51,10 @@ struct JoinedStream {
 using StreamJoins = JoinRegistry<JoinedStream, bool>;
 /// Plaintext encrypted per user-space TLS send (at most; records are 16 KiB).
 constexpr size_t kTlsSendBatch = 512 * 1024;
+
+/// Whether a connected socket's peer is on this host: a loopback address or
+/// the socket's own local address (traffic between them goes through lo).
+bool is_local_peer(int fd);
 
 struct Region {
   uint8_t* base;
@@ -168,6 +174,7 @@ class TcpTransport final : public Transport {
   bool closed_ = false;
   std::string tls_error_;  // an encryption failure in pump(), reported by poll()
   bool fixed_ = false;
+  bool local_peer_ = false;  // the first stream's peer is an address of this host
   uint8_t* fixed_base_ = nullptr;
   size_t fixed_len_ = 0;
   uint64_t fixed_reads_ = 0;
