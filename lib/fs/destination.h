@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "fs/tempfile.h"
+#include "fs/update_rule.h"
 #include "util/fd.h"
 #include "util/result.h"
 
@@ -56,6 +57,16 @@ struct PlacedEntry {
   std::shared_ptr<Fd> parent;  ///< a file below the destination: its directory (outlives tmp)
   TempFile tmp;                ///< a file: where its bytes go until commit
   std::string error;           ///< not empty: refused; this entry fails, the session goes on
+  bool skip = false;           ///< a file the destination already has (UpdateRules): no temp file
+  Fd basis;                    ///< a file being replaced, opened for reading: chunks to reuse
+  uint64_t basis_size = 0;
+};
+
+/// What the source says of a file, for the update decision (fs/update_rule.h).
+struct IncomingFile {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  const UpdateRules* rules = nullptr;  ///< null: always write, no basis (as before)
 };
 
 /// The entries a sink creates under its Destination. Keeps the directories
@@ -77,7 +88,11 @@ class DestinationTree {
   /// gets the source's bits less the umask; a file that replaces an existing
   /// one keeps that file's permission bits (0600 stays 0600 whatever the
   /// peer sends).
-  PlacedEntry place(const std::string& name, bool is_dir, unsigned mode, const std::string& peer);
+  /// With `in.rules`: a file the rules say the destination already has is
+  /// not opened at all (skip), and an existing regular file that is to be
+  /// replaced is opened read-only as the basis for chunk reuse.
+  PlacedEntry place(const std::string& name, bool is_dir, unsigned mode, const std::string& peer,
+                    const IncomingFile& in = {});
 
   /// Creates the directory entry `rel` where missing, with `mode` & 0777
   /// less the umask; an existing directory keeps its mode (a push of a 0777

@@ -1,5 +1,7 @@
 #include "fs/sources.h"
 
+#include "fs/filetime.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -64,6 +66,7 @@ Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::st
   if (fl < 0 || ::fcntl(f.fd.get(), F_SETFL, fl & ~O_NONBLOCK) != 0) return sys_error("fcntl '" + shown + "'");
   f.size = static_cast<uint64_t>(now.st_size);
   f.mode = now.st_mode & 0777;
+  f.mtime_ns = mtime_ns_of(now);
   f.name = base_name(path);
   f.shown = std::move(shown);
   return f;
