@@ -549,6 +549,8 @@ int main(int argc, char** argv) {
   app.add_flag("-u,--update", o.rules.update, "keep destination files newer than the source's");
   app.add_flag("-W,--whole-file", o.rules.whole_file,
                "send changed files whole: do not reuse the destination's matching chunks");
+  app.add_flag("--partial", o.rules.partial,
+               "keep what an interrupted copy wrote (.NAME.rcp-partial) and reuse its verified chunks next time");
   app.add_flag("--stats", o.stats, "print totals at the end (files, bytes transferred and reused, time)");
   app.add_flag("--json", o.json, "print one JSON object with the totals and errors on stdout at the end (see rcp(1))");
   app.add_option("-P,--port", o.rdma_port, fmt::format("the daemon's rdma_cm port (default {})", kDefaultRdmaPort))

@@ -146,6 +146,14 @@ PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigne
     e.mode = st.st_mode & 0777;
   else
     e.mode = umasked(mode);
+  if (in.rules && in.rules->partial) {
+    // Busy (another session has it), or not a plain file: a private temp file instead.
+    auto part = TempFile::open_partial(dir_fd, target, e.shown, e.mode);
+    if (part.ok()) {
+      e.tmp = std::move(part.value());
+      return e;
+    }
+  }
   auto tmp = TempFile::create(dir_fd, target, e.shown, e.mode);
   if (tmp.ok())
     e.tmp = std::move(tmp.value());

@@ -14,6 +14,7 @@ struct UpdateRules {
   bool existing = false;         ///< --existing: a file missing at the destination is not created
   bool update = false;           ///< -u: a destination file newer than the source's is kept
   bool whole_file = false;       ///< --whole-file: never reuse chunks of the existing file
+  bool partial = false;          ///< --partial: write through ".NAME.rcp-partial", kept when interrupted
 };
 
 /// The destination entry of that name, as lstat saw it.

@@ -31,7 +31,7 @@ SessionOptions session_options(const Settings& s, Role role, const Negotiated& n
 uint16_t open_flags(const UpdateRules& r) {
   return static_cast<uint16_t>((r.checksum ? wire::kOpenChecksum : 0) | (r.ignore_existing ? wire::kOpenIgnoreExisting : 0) |
                                (r.existing ? wire::kOpenExisting : 0) | (r.update ? wire::kOpenUpdate : 0) |
-                               (r.whole_file ? wire::kOpenWholeFile : 0));
+                               (r.whole_file ? wire::kOpenWholeFile : 0) | (r.partial ? wire::kOpenPartial : 0));
 }
 
 UpdateRules rules_from_open(uint16_t f) {
@@ -41,6 +41,7 @@ UpdateRules rules_from_open(uint16_t f) {
   r.existing = f & wire::kOpenExisting;
   r.update = f & wire::kOpenUpdate;
   r.whole_file = f & wire::kOpenWholeFile;
+  r.partial = f & wire::kOpenPartial;
   return r;
 }
 

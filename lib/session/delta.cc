@@ -24,7 +24,7 @@ Result<bool> ChunkReuse::try_reuse(const SessionOptions& opt, int basis_fd, uint
   const std::span<const uint8_t> piece{buf_.data(), length};
   if (!chunk_digest_equal(opt, chunk_digest(opt, file_id, offset, {&piece, 1}), want)) return false;
   uint32_t put = 0;
-  while (put < length) {
+  while (out_fd >= 0 && put < length) {
     const ssize_t n = ::pwrite(out_fd, buf_.data() + put, length - put, static_cast<off_t>(offset + put));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return sys_error("write");

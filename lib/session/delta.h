@@ -22,6 +22,8 @@ class ChunkReuse {
   /// True when [offset, offset + length) of basis_fd hashes to `want`; the
   /// bytes are then written at offset to out_fd. False when the old file
   /// lacks the range, cannot be read there, or differs: pull the chunk.
+  /// out_fd < 0: the bytes are already in place (basis_fd is the partial
+  /// file being completed), nothing is written.
   /// Fails only when writing the temp file fails.
   Result<bool> try_reuse(const SessionOptions& opt, int basis_fd, uint64_t basis_size, int out_fd, uint32_t file_id,
                          uint64_t offset, uint32_t length, const wire::Digest& want);

@@ -107,8 +107,15 @@ class Sink {
         RCP_TRY(check_file(f.id));
         continue;
       }
-      if (f.basis.valid()) {
-        auto same = reuse_.try_reuse(opt_, f.basis.get(), f.basis_size, f.tmp.fd(), f.id, c.offset, c.length, c.digest);
+      if (f.partial_size > 0 || f.basis.valid()) {
+        // A partial file's own chunks first (in place), then the old file's (copied).
+        Result<bool> same = false;
+        if (f.partial_size > 0)
+          same = reuse_.try_reuse(opt_, f.tmp.fd(), f.partial_size, -1, f.id, c.offset, c.length, c.digest);
+        if (same.ok() && !same.value() && f.basis.valid()) {
+          same = reuse_.try_reuse(opt_, f.basis.get(), f.basis_size, f.tmp.fd(), f.id, c.offset, c.length, c.digest);
+          if (same.ok() && same.value()) f.basis_matched += c.length;
+        }
         if (!same.ok()) fail_file(f, same.error().context + " '" + f.shown + "': " + same.error().message());
         if (!same.ok() || same.value()) {
           if (same.ok()) {
@@ -170,6 +177,8 @@ class Sink {
     Fd basis;             // the file being replaced: chunks whose digests match are reused
     uint64_t basis_size = 0;
     uint64_t pulled = 0, matched = 0;
+    uint64_t basis_matched = 0;  // of matched: taken from the old file (not a partial one)
+    uint64_t partial_size = 0;  // a kept --partial file being completed in place: its size when opened
     std::string rel;      // its path below the destination
     std::shared_ptr<Fd> parent;  // the file's directory when below the destination (outlives tmp)
     TempFile tmp;
@@ -218,6 +227,8 @@ class Sink {
     if (can_reuse_chunks(opt_)) {
       f.basis = std::move(e.basis);
       f.basis_size = e.basis_size;
+      struct stat ps;
+      if (f.tmp.is_partial() && ::fstat(f.tmp.fd(), &ps) == 0) f.partial_size = static_cast<uint64_t>(ps.st_size);
     }
     files_.emplace(fb.file_id, std::move(f));
     ++unended_;
@@ -387,12 +398,14 @@ class Sink {
         fail_file(f, fmt::format("'{}' file digest mismatch", f.shown));
       } else if (f.is_dir) {
         if (Status st = tree_.make_dir(f.rel, f.mode, f.shown); !st.ok()) fail_file(f, st.error().message());
-      } else if (f.basis.valid() && f.matched == f.size && f.basis_size == f.size) {
+      } else if (f.basis.valid() && f.basis_matched == f.size && f.basis_size == f.size) {
         // Every chunk matched: the file is the same, keep it (as rsync -c
         // does) with the source's mtime, so the next quick check skips it.
         kept = true;
-        f.tmp.discard();
+        f.tmp.remove();
         (void)set_mtime_ns(f.basis.get(), f.mtime_ns);  // (not ours to change: the content is right anyway)
+      } else if (Status z = f.tmp.is_partial() ? f.tmp.set_size(f.size) : Status{}; !z.ok()) {
+        fail_file(f, z.error().message());  // (a kept partial file may be longer than the file now)
       } else if (Status t = set_mtime_ns(f.tmp.fd(), f.mtime_ns); !t.ok()) {
         fail_file(f, fmt::format("{} of '{}': {}", t.error().context, f.shown, t.error().message()));
       } else if (Status st = f.tmp.commit(f.mode, opt_.fsync); !st.ok()) {

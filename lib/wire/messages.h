@@ -94,8 +94,9 @@ constexpr uint16_t kOpenIgnoreExisting = 16;  // --ignore-existing: never replac
 constexpr uint16_t kOpenExisting = 32;        // --existing: never create a file
 constexpr uint16_t kOpenUpdate = 64;          // -u: keep a destination file newer than the source's
 constexpr uint16_t kOpenWholeFile = 128;      // --whole-file: no chunk reuse from the existing file
+constexpr uint16_t kOpenPartial = 256;        // --partial: keep what an interrupted copy wrote, reuse it next time
 /// Every bit a peer may set; an OPEN with another bit is refused.
-constexpr uint16_t kOpenKnownFlags = 255;
+constexpr uint16_t kOpenKnownFlags = 511;
 
 struct OpenOk {
   uint8_t dest_is_dir = 0;

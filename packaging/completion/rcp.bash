@@ -21,7 +21,7 @@ _rcp_options() {
     printf '%s\n' -v --verbose -q --quiet -r --recursive -V --version -h --help --transport --digest \
       -P --port --tcp-port --chunk-size --buffer-size --window --streams --no-zerocopy --hash-threads \
       --fsync --progress --no-progress -c --checksum --ignore-existing --existing -u --update \
-      -W --whole-file --stats --json
+      -W --whole-file --partial --stats --json
   fi
 }
 

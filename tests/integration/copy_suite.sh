@@ -495,6 +495,42 @@ jcheck "--whole-file sends every byte" "$work/j14" bytes_transferred -eq $((64 *
 check "  ... byte-exact" cmp -s "$src/d64" "$exp/d64"
 rm -f "$src/d64" "$exp/d64" "$out/d64"
 
+# --- --partial: a push and a pull of 1 GiB killed with SIGKILL at about half; the next --partial
+# run moves at most 55 % and the file is byte-identical; the kept file is named for its target
+head -c $((1024 * 1048576)) /dev/urandom > "$src/g1"
+gsize=$((1024 * 1048576))
+kill_at_half() {  # PARTIAL-FILE ARGS...: runs rcp --partial ARGS, SIGKILLs it once PARTIAL-FILE is half the size
+  local watch=$1 pid s=0; shift
+  "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" --partial "$@" 2> "$work/err" &  # (no timeout(1): the kill must reach rcp)
+  pid=$!
+  for _ in $(seq 6000); do
+    s=$(stat -c %s "$watch" 2>/dev/null || echo 0)
+    [ "$s" -ge $((gsize / 2)) ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.02
+  done
+  kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  echo "$s"
+}
+rm -f "$exp/g1" "$exp/.g1.rcp-partial"
+at=$(kill_at_half "$exp/.g1.rcp-partial" "$src/g1" "$addr:data/g1")
+for _ in $(seq 100); do flock -n "$exp/.g1.rcp-partial" true 2>/dev/null && break; sleep 0.1; done  # the session let go of it
+check "push killed at about half ($at bytes): the daemon keeps .g1.rcp-partial, no g1" \
+  test -f "$exp/.g1.rcp-partial" -a ! -e "$exp/g1" -a "$at" -ge $((gsize / 2)) -a "$at" -lt $gsize
+rcp --partial --json "$src/g1" "$addr:data/g1" > "$work/jp1"
+jcheck "  ... the next --partial push moves at most 55 %" "$work/jp1" bytes_transferred -le $((gsize * 55 / 100))
+check "  ... byte-exact" cmp -s "$src/g1" "$exp/g1"
+check "  ... and the partial file is gone" test ! -e "$exp/.g1.rcp-partial"
+rm -f "$out/g1" "$out/.g1.rcp-partial"
+at=$(kill_at_half "$out/.g1.rcp-partial" "$addr:data/g1" "$out/g1")
+check "pull killed at about half ($at bytes): .g1.rcp-partial kept, no g1" \
+  test -f "$out/.g1.rcp-partial" -a ! -e "$out/g1" -a "$at" -ge $((gsize / 2)) -a "$at" -lt $gsize
+rcp --partial --json "$addr:data/g1" "$out/g1" > "$work/jp2"
+jcheck "  ... the next --partial pull moves at most 55 %" "$work/jp2" bytes_transferred -le $((gsize * 55 / 100))
+check "  ... byte-exact" cmp -s "$src/g1" "$out/g1"
+check "  ... and the partial file is gone" test ! -e "$out/.g1.rcp-partial"
+rm -f "$src/g1" "$exp/g1" "$out/g1"
+
 # --- transport-specific checks
 if [ "$transport" = rdma ]; then
   # --- several queue pairs per copy (--streams 3): both ways byte-exact, and every QP carried READs

@@ -1230,3 +1230,88 @@ TEST_CASE("lying sink: STOP_FILE for a file not begun, results that do not fit t
     require_refused(*c.source, "does not fit the file");
   }
 }
+
+// ---------------------------------------------------------------- --partial
+
+TEST_CASE("--partial: a cancelled sink keeps .f.rcp-partial with what it verified; without, nothing") {
+  for (bool partial : {true, false}) {
+    CAPTURE(partial);
+    TempDir dst;
+    FakeLink link;
+    const std::vector<uint8_t> data = pattern(2 * kChunk, 50);
+    ScriptedSource s(link, data);
+    std::atomic<bool> cancel{false};
+    SessionOptions opt = options();
+    opt.cancel = &cancel;
+    opt.rules.partial = partial;
+    SinkThread sink(link.b(), dst.str(), opt);
+    s.send(wire::FileBegin{1, 2 * kChunk, 0644, 0, "f"});
+    s.send(s.chunk(1, 0, 0, kChunk));  // the second chunk never comes
+    std::vector<wire::Message> got;
+    REQUIRE(await(link.a(), got, [](auto& v) { return count_of<wire::ChunkDone>(v) >= 1; }));
+    cancel = true;
+    REQUIRE_FALSE(sink.join().ok());
+    CHECK_FALSE(exists(dst.str("f")));
+    if (partial) {
+      auto kept = read_file(dst.str(".f.rcp-partial"));
+      REQUIRE(kept);
+      REQUIRE(kept->size() >= kChunk);
+      CHECK(std::equal(data.begin(), data.begin() + kChunk, kept->begin()));
+    } else {
+      CHECK(temps_in(dst.path).empty());
+    }
+  }
+}
+
+TEST_CASE("--partial: the next run reuses only the kept chunks whose digests match, then removes it") {
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  const std::vector<uint8_t> data = pattern(5 * kChunk + 3, 51);
+  write_file(p, data);
+  std::vector<uint8_t> kept(data.begin(), data.begin() + 3 * kChunk);
+  kept[kChunk + 9] ^= 0x40;  // the second kept chunk is wrong: it must be pulled again
+  write_file(dst.str(".f.rcp-partial"), kept);
+  SessionOptions opt = options();
+  opt.rules.partial = true;
+  FakeLink link;
+  Copy c = copy(link, {p}, dst.str(), opt);
+  REQUIRE(c.source->ok());
+  REQUIRE(c.sink->ok());
+  for (auto* r : {&c.source->value(), &c.sink->value()}) {
+    CHECK(r->files_ok == 1);
+    CHECK(r->bytes_matched == 2 * kChunk);
+    CHECK(r->bytes_pulled == 3 * kChunk + 3);
+  }
+  CHECK(read_file(dst.str("f")) == data);
+  CHECK(temps_in(dst.path).empty());
+}
+
+TEST_CASE("--partial: a partial file longer than the file is cut to size; a hardlinked one is not used") {
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  const std::vector<uint8_t> data = pattern(2 * kChunk, 52);
+  write_file(p, data);
+  std::vector<uint8_t> longer = data;
+  longer.resize(4 * kChunk, 7);
+  write_file(dst.str(".f.rcp-partial"), longer);
+  SessionOptions opt = options();
+  opt.rules.partial = true;
+  {
+    FakeLink link;
+    Copy c = copy(link, {p}, dst.str(), opt);
+    REQUIRE(c.sink->ok());
+    CHECK(c.sink->value().bytes_matched == 2 * kChunk);
+    CHECK(read_file(dst.str("f")) == data);
+  }
+  // A partial name hardlinked to another file (say, one outside the copy)
+  // is never written through: a private temp file is used instead.
+  const std::vector<uint8_t> victim = pattern(100, 53);
+  write_file(dst.str("victim"), victim);
+  REQUIRE(::link(dst.str("victim").c_str(), dst.str(".g.rcp-partial").c_str()) == 0);
+  REQUIRE(::rename(p.c_str(), src.str("g").c_str()) == 0);
+  FakeLink link2;
+  Copy c2 = copy(link2, {src.str("g")}, dst.str(), opt);
+  REQUIRE(c2.sink->ok());
+  CHECK(read_file(dst.str("g")) == data);
+  CHECK(read_file(dst.str("victim")) == victim);
+}
