@@ -26,6 +26,7 @@
 #include "cli/exit_codes.h"
 #include "cli/module_list.h"
 #include "cli/progress.h"
+#include "cli/report.h"
 #include "fs/path.h"
 #include "hash/digest.h"
 #include "session/authenticate.h"
@@ -65,7 +66,12 @@ struct Options {
   bool force = false;          // --force: a mounted (or otherwise held) device destination too
   unsigned hash_threads = 1;
   std::string password_file;
+  UpdateRules rules;  // -c, --ignore-existing, --existing, -u, --whole-file
+  bool json = false, stats = false;
 };
+
+/// What --json / --stats print at the end; fail() adds its error line.
+cli::Report g_report;
 
 /// The one progress line; every message goes through say() so it erases the
 /// line first.
@@ -108,10 +114,9 @@ int fail(const Error& e, cli::Phase phase, const std::string& what = "", int for
   std::string text = words(e);
   if (code == ec::kStartProtocol && (e.code == EUSERS || e.code == EBUSY))
     text = e.context;  // the daemon's own sentence says it is full
-  if (what.empty() || text.rfind(what, 0) == 0)
-    say("{}", text);
-  else
-    say("{}: {}", what, text);
+  if (!(what.empty() || text.rfind(what, 0) == 0)) text = what + ": " + text;
+  say("{}", text);
+  g_report.errors.push_back(text);
   return code;
 }
 
@@ -161,6 +166,7 @@ Settings settings(const Options& o, Checksum algo) {
   s.direct = o.direct;
   s.hash_threads = o.hash_threads;
   s.streams = o.streams;
+  s.rules = o.rules;
   s.cancel = &g_cancel;
   return s;
 }
@@ -222,6 +228,7 @@ struct Run {
     if (!(tr.negotiated().checksums & (1u << static_cast<int>(algo))))
       return make_error(EPROTONOSUPPORT, fmt::format("{} does not support checksum {}", shown_host, checksum_name(algo)));
     carried_by = tr.name();
+    cli::set_transport(g_report, carried_by);
     log_info("connected to {} over {}", tr.peer(), tr.describe());
     return t;
   }
@@ -264,7 +271,7 @@ int list_modules(Run& r, const cli::Address& a) {
 int run(const Options& o, const CLI::App& app) {
   auto algo = parse_checksum(o.checksum);
   if (!algo) {
-    say("unknown checksum '{}' (xxh128, sha256, none)", o.checksum);
+    say("unknown digest '{}' (xxh128, sha256, none)", o.checksum);
     return ec::kUsage;
   }
   if (o.args.empty()) {
@@ -427,7 +434,8 @@ int run(const Options& o, const CLI::App& app) {
   int fatal = ec::kOk;
   if (push) {
     // A tree needs a directory to land in, as several files do.
-    const uint16_t flags = (srcs.size() > 1 || tree ? wire::kOpenMulti : 0) | (o.fsync ? wire::kOpenFsync : 0);
+    const uint16_t flags = (srcs.size() > 1 || tree ? wire::kOpenMulti : 0) | (o.fsync ? wire::kOpenFsync : 0) |
+                           open_flags(o.rules);
     auto t = r.open_session();
     if (!t.ok()) return fail(t.error(), cli::Phase::connect);
     Channel ch(*t.value());
@@ -466,6 +474,7 @@ int run(const Options& o, const CLI::App& app) {
         const int code = open_code(ok.error());
         if (code != ec::kFileSelection) return fail(ok.error(), cli::Phase::session, cli::to_string(a));
         say("{}: {}", cli::to_string(a), words(ok.error()));
+        g_report.errors.push_back(cli::to_string(a) + ": " + words(ok.error()));
         fatal = cli::worst(fatal, code);
         continue;
       }
@@ -475,6 +484,9 @@ int run(const Options& o, const CLI::App& app) {
       total.files_ok += st->files_ok;
       total.dirs_ok += st->dirs_ok;
       total.files_failed += st->files_failed;
+      total.files_skipped += st->files_skipped;
+      total.bytes_pulled += st->bytes_pulled;
+      total.bytes_matched += st->bytes_matched;
       base_bytes += st->bytes;
       base_files += st->files_ok + st->files_failed;
       for (auto& e : st->errors) total.note_error(e);
@@ -491,6 +503,15 @@ int run(const Options& o, const CLI::App& app) {
   }
   for (const auto& e : total.errors) say("{}", e);
   if (total.errors_dropped > 0) say("... and {} more failed file(s), not listed", total.errors_dropped);
+  g_report.files_total = total.files_ok + total.files_failed;
+  g_report.files_transferred = total.files_ok - total.dirs_ok - total.files_skipped;
+  g_report.files_skipped = total.files_skipped;
+  g_report.files_failed = total.files_failed;
+  g_report.bytes_total = total.bytes;
+  g_report.bytes_transferred = total.bytes_pulled;
+  g_report.bytes_matched = total.bytes_matched;
+  g_report.errors.insert(g_report.errors.end(), total.errors.begin(), total.errors.end());
+  g_report.errors_dropped = total.errors_dropped;
   return cli::worst(fatal, cli::transfer_exit_code(total.files_failed, 0));
 }
 
@@ -543,7 +564,18 @@ int main(int argc, char** argv) {
   app.add_flag("-6", o.ipv6, "connect over IPv6 only");
   app.add_option("--transport", o.transport, "auto (RDMA if possible, else TCP), rdma or tcp; default auto")
       ->type_name("KIND");
-  app.add_option("--checksum", o.checksum, "per-chunk digest: xxh128 (default), sha256 or none")->type_name("ALGO");
+  app.add_option("--digest", o.checksum, "per-chunk digest: xxh128 (default), sha256 or none")->type_name("ALGO");
+  app.add_flag("-c,--checksum", o.rules.checksum,
+               "decide what to update by content (chunk digests), not by size and modification time");
+  app.add_flag("--ignore-existing", o.rules.ignore_existing, "never replace a file that exists at the destination");
+  app.add_flag("--existing", o.rules.existing, "only update files that exist at the destination; create none");
+  app.add_flag("-u,--update", o.rules.update, "keep destination files newer than the source's");
+  app.add_flag("-W,--whole-file", o.rules.whole_file,
+               "send changed files whole: do not reuse the destination's matching chunks");
+  app.add_flag("--partial", o.rules.partial,
+               "keep what an interrupted copy wrote (.NAME.rcp-partial) and reuse its verified chunks next time");
+  app.add_flag("--stats", o.stats, "print totals at the end (files, bytes transferred and reused, time)");
+  app.add_flag("--json", o.json, "print one JSON object with the totals and errors on stdout at the end (see rcp(1))");
   app.add_option("-P,--port", o.rdma_port, fmt::format("the daemon's rdma_cm port (default {})", kDefaultRdmaPort))
       ->type_name("PORT")
       ->check(range(1, 65535));
@@ -602,6 +634,18 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  const int rc = run(o, app);
-  return g_cancel && rc != ec::kOk ? ec::kSignal : rc;
+  const auto t0 = std::chrono::steady_clock::now();
+  int rc = run(o, app);
+  rc = g_cancel && rc != ec::kOk ? ec::kSignal : rc;
+  g_report.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  g_report.exit_code = rc;
+  if (o.stats) {
+    const std::string text = cli::to_stats_text(g_report);
+    std::fputs(text.c_str(), o.json ? stderr : stdout);
+  }
+  if (o.json) {
+    const std::string text = cli::to_json(g_report);
+    std::fputs(text.c_str(), stdout);
+  }
+  return rc;
 }

@@ -251,6 +251,7 @@ void serve(Daemon& d, Transport& t) {
   set.checksum = open->checksum;
   set.fsync = open->flags & wire::kOpenFsync;
   set.direct = adm->module->cfg.direct;  // the module's choice, never the client's
+  set.rules = rules_from_open(open->flags);
   std::optional<std::array<uint8_t, 32>> chunk_key;
   if (adm->keys) chunk_key = adm->keys->data;
   auto opts = [&](Role r) {

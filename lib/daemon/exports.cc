@@ -49,6 +49,17 @@ bool stale_temp_name(const char* n) {
   return true;
 }
 
+/// ".<target>.rcp-partial" (--partial, fs/tempfile.h) untouched for this
+/// long: its client is not coming back for it.
+constexpr time_t kPartialMaxAge = 7 * 24 * 3600;
+
+bool stale_partial(const char* n, const struct stat& st) {
+  const size_t len = std::strlen(n);
+  constexpr size_t kTail = sizeof(".rcp-partial") - 1;
+  return len > kTail + 1 && n[0] == '.' && std::strcmp(n + len - kTail, ".rcp-partial") == 0 &&
+         st.st_mtime < ::time(nullptr) - kPartialMaxAge;
+}
+
 size_t clean_dir(int dfd, int depth) {
   if (depth > 64) return 0;
   int fd = ::openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -63,7 +74,7 @@ size_t clean_dir(int dfd, int depth) {
     if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
     struct stat st {};
     if (::fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (S_ISREG(st.st_mode) && stale_temp_name(e->d_name)) {
+    if (S_ISREG(st.st_mode) && (stale_temp_name(e->d_name) || stale_partial(e->d_name, st))) {
       if (::unlinkat(fd, e->d_name, 0) == 0) ++n;
     } else if (S_ISDIR(st.st_mode)) {
       int sub = ::openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

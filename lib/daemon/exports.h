@@ -50,7 +50,8 @@ Result<std::shared_ptr<const Exports>> open_exports(DaemonConfig cfg);
 
 /// Removes stale temp files (".NAME.rcp-XXXXXXXX", lib/fs/tempfile) below a
 /// module's directory, left by a daemon that was killed mid-copy; symlinks
-/// are not followed. Returns how many were removed.
+/// are not followed; and --partial files (".NAME.rcp-partial") not written
+/// to for 7 days. Returns how many were removed.
 size_t clean_stale_temps(int root_fd);
 
 /// The peer's address from Transport::peer() ("host:port", IPv6 unbracketed).

@@ -1,5 +1,7 @@
 #include "fs/destination.h"
 
+#include "fs/filetime.h"
+
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <sys/stat.h>
@@ -101,7 +103,8 @@ bool expected(const ExpectedNames& x, const std::string& name, bool is_dir) {
 }  // namespace
 
 PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigned mode, const std::string& peer,
-                                   uint64_t size) {
+                                   const IncomingFile& in) {
+  const uint64_t size = in.size;
   PlacedEntry e;
   std::string target;
   int dir_fd = dest_.dir.get();
@@ -157,10 +160,35 @@ PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigne
     return e;
   }
   struct stat st;
-  if (::fstatat(dir_fd, target.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+  ExistingEntry old;
+  if (::fstatat(dir_fd, target.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+    old = {true, S_ISREG(st.st_mode), static_cast<uint64_t>(st.st_size), mtime_ns_of(st)};
+  if (in.rules && decide_update(*in.rules, old, in.size, in.mtime_ns) == UpdateAction::skip) {
+    e.skip = true;
+    return e;
+  }
+  if (in.rules && use_basis(*in.rules, old)) {
+    // O_NOFOLLOW: a symlink swapped in since the fstatat is refused, never
+    // followed; a file that is not the one stat'ed is simply not used.
+    Fd b(::openat(dir_fd, target.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    struct stat bs;
+    if (b.valid() && ::fstat(b.get(), &bs) == 0 && S_ISREG(bs.st_mode) && bs.st_ino == st.st_ino && bs.st_dev == st.st_dev) {
+      e.basis = std::move(b);
+      e.basis_size = static_cast<uint64_t>(bs.st_size);
+    }
+  }
+  if (old.exists && old.regular)
     e.mode = st.st_mode & 0777;
   else
     e.mode = umasked(mode);
+  if (in.rules && in.rules->partial) {
+    // Busy (another session has it), or not a plain file: a private temp file instead.
+    auto part = TempFile::open_partial(dir_fd, target, e.shown, e.mode);
+    if (part.ok()) {
+      e.tmp = std::move(part.value());
+      return e;
+    }
+  }
   auto tmp = TempFile::create(dir_fd, target, e.shown, e.mode);
   if (tmp.ok())
     e.tmp = std::move(tmp.value());

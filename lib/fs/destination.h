@@ -16,6 +16,7 @@
 
 #include "fs/blockdev.h"
 #include "fs/tempfile.h"
+#include "fs/update_rule.h"
 #include "util/fd.h"
 #include "util/result.h"
 
@@ -77,6 +78,16 @@ struct PlacedEntry {
   std::shared_ptr<Fd> parent;  ///< a file below the destination: its directory (outlives tmp)
   TempFile tmp;                ///< a file: where its bytes go until commit
   std::string error;           ///< not empty: refused; this entry fails, the session goes on
+  bool skip = false;           ///< a file the destination already has (UpdateRules): no temp file
+  Fd basis;                    ///< a file being replaced, opened for reading: chunks to reuse
+  uint64_t basis_size = 0;
+};
+
+/// What the source says of a file, for the update decision (fs/update_rule.h).
+struct IncomingFile {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  const UpdateRules* rules = nullptr;  ///< null: always write, no basis (as before)
 };
 
 /// The entries a sink creates under its Destination. Keeps the directories
@@ -98,9 +109,13 @@ class DestinationTree {
   /// gets the source's bits less the umask; a file that replaces an existing
   /// one keeps that file's permission bits (0600 stays 0600 whatever the
   /// peer sends).
-  /// `size` (from FILE_BEGIN) only matters for a device destination: a file
-  /// larger than the device is refused before anything is written.
-  PlacedEntry place(const std::string& name, bool is_dir, unsigned mode, const std::string& peer, uint64_t size = 0);
+  /// `in.size` (from FILE_BEGIN) also matters for a device destination: a
+  /// file larger than the device is refused before anything is written.
+  /// With `in.rules`: a file the rules say the destination already has is
+  /// not opened at all (skip), and an existing regular file that is to be
+  /// replaced is opened read-only as the basis for chunk reuse.
+  PlacedEntry place(const std::string& name, bool is_dir, unsigned mode, const std::string& peer,
+                    const IncomingFile& in = {});
 
   /// Creates the directory entry `rel` where missing, with `mode` & 0777
   /// less the umask; an existing directory keeps its mode (a push of a 0777

@@ -1,5 +1,7 @@
 #include "fs/sources.h"
 
+#include "fs/filetime.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -73,6 +75,7 @@ Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::st
     f.size = static_cast<uint64_t>(now.st_size);
     f.mode = now.st_mode & 0777;
   }
+  f.mtime_ns = mtime_ns_of(now);
   f.name = base_name(path);
   f.shown = std::move(shown);
   return f;

@@ -22,6 +22,7 @@ struct SourceFile {
   Fd fd;
   uint64_t size = 0;
   uint32_t mode = 0644;
+  int64_t mtime_ns = 0;  ///< modification time, ns since the epoch
   bool is_dir = false;  ///< a directory entry of a recursive copy (no data, no fd)
   std::string name;   ///< the name the sink gives it when its destination is a directory; may
                       ///< hold '/'-separated components in a recursive copy

@@ -1,6 +1,7 @@
 #include "fs/tempfile.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -72,6 +73,30 @@ TempFile TempFile::on_device(Fd fd, std::string shown) {
   return t;
 }
 
+std::string TempFile::partial_name(const std::string& target) { return "." + target.substr(0, 200) + ".rcp-partial"; }
+
+Result<TempFile> TempFile::open_partial(int dir_fd, const std::string& target, std::string shown, unsigned mode) {
+  const std::string name = partial_name(target);
+  // O_NOFOLLOW: a symlink planted under that name is refused; O_NONBLOCK: a
+  // FIFO is never waited on, and is refused below as not a regular file.
+  Fd fd(::openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, umasked(mode) & 0777));
+  if (!fd.valid()) return sys_error("cannot open partial file for '" + shown + "'");
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return sys_error("cannot stat partial file for '" + shown + "'");
+  if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
+    return make_error(EINVAL, "'" + name + "' is not a plain file; not used as the partial file for '" + shown + "'");
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return sys_error("partial file for '" + shown + "' is in use");
+  TempFile t;
+  t.created_mode_ = ~0u;  // an old partial file's mode is whatever it was: commit() sets it
+  t.dir_fd_ = dir_fd;
+  t.fd_ = std::move(fd);
+  t.temp_ = name;
+  t.target_ = target;
+  t.shown_ = std::move(shown);
+  t.keep_ = true;
+  return t;
+}
+
 TempFile::TempFile(TempFile&& o) noexcept { *this = std::move(o); }
 
 TempFile& TempFile::operator=(TempFile&& o) noexcept {
@@ -82,6 +107,7 @@ TempFile& TempFile::operator=(TempFile&& o) noexcept {
     temp_ = std::move(o.temp_);
     target_ = std::move(o.target_);
     shown_ = std::move(o.shown_);
+    keep_ = o.keep_;
     created_mode_ = o.created_mode_;
     committed_ = o.committed_;
     device_ = o.device_;
@@ -94,7 +120,7 @@ TempFile::~TempFile() { discard(); }
 
 void TempFile::discard() {
   fd_.reset();
-  if (!committed_ && !temp_.empty()) {
+  if (!committed_ && !temp_.empty() && !keep_) {
     if (::unlinkat(dir_fd_, temp_.c_str(), 0) != 0 && errno != ENOENT)
       log_error("cannot remove temporary file '{}': {}", temp_, std::strerror(errno));
   }

@@ -27,12 +27,21 @@ class TempFile {
   /// commit() fsyncs it (always: the copy is only done once the data is on
   /// the device) and renames nothing; discard() only closes it.
   static TempFile on_device(Fd fd, std::string shown);
+  /// --partial: opens (or creates) ".<target>.rcp-partial" in dir_fd for
+  /// reading and writing, locked (flock, EWOULDBLOCK when another session
+  /// holds it). It is kept, not removed, when the copy does not finish, so
+  /// the next run finds it by the same target name and reuses the chunks in
+  /// it whose digests match the source's (nothing else is trusted in it).
+  static Result<TempFile> open_partial(int dir_fd, const std::string& target, std::string shown, unsigned mode);
+  /// The name open_partial() uses for `target`.
+  static std::string partial_name(const std::string& target);
   TempFile() = default;
   TempFile(TempFile&&) noexcept;
   TempFile& operator=(TempFile&&) noexcept;
   ~TempFile();
 
   int fd() const { return fd_.get(); }
+  bool is_partial() const { return keep_; }
   const std::string& temp_name() const { return temp_; }
   const std::string& shown() const { return shown_; }
   bool is_device() const { return device_; }
@@ -42,8 +51,14 @@ class TempFile {
   /// already give exactly these), optionally fsyncs, renames onto target.
   /// The caller has written the whole file: no truncation happens here.
   Status commit(unsigned mode, bool do_fsync);
-  /// Removes the temp file now (also done by the destructor).
+  /// Removes the temp file now (also done by the destructor) — but a
+  /// --partial file is only closed, kept for the next run.
   void discard();
+  /// Removes it now, a --partial file too (it is no longer needed).
+  void remove() {
+    keep_ = false;
+    discard();
+  }
 
  private:
   int dir_fd_ = -1;  // borrowed: the Destination owns it and outlives this file
@@ -52,6 +67,7 @@ class TempFile {
   unsigned created_mode_ = 0;  // permission bits the file was created with, or ~0u if unknown
   bool committed_ = false;
   bool device_ = false;  // written in place: nothing to rename or unlink
+  bool keep_ = false;  // a --partial file: discard() closes it and leaves it
 };
 
 }  // namespace rcp

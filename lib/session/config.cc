@@ -23,9 +23,27 @@ SessionOptions session_options(const Settings& s, Role role, const Negotiated& n
   o.blocks = std::max<uint32_t>(s.window * blocks_for(o.chunk_size, o.block_size), 1);
   o.fsync = s.fsync;
   o.direct = s.direct;
+  o.rules = s.rules;
   o.hash_threads = s.hash_threads;
   o.cancel = s.cancel;
   return o;
+}
+
+uint16_t open_flags(const UpdateRules& r) {
+  return static_cast<uint16_t>((r.checksum ? wire::kOpenChecksum : 0) | (r.ignore_existing ? wire::kOpenIgnoreExisting : 0) |
+                               (r.existing ? wire::kOpenExisting : 0) | (r.update ? wire::kOpenUpdate : 0) |
+                               (r.whole_file ? wire::kOpenWholeFile : 0) | (r.partial ? wire::kOpenPartial : 0));
+}
+
+UpdateRules rules_from_open(uint16_t f) {
+  UpdateRules r;
+  r.checksum = f & wire::kOpenChecksum;
+  r.ignore_existing = f & wire::kOpenIgnoreExisting;
+  r.existing = f & wire::kOpenExisting;
+  r.update = f & wire::kOpenUpdate;
+  r.whole_file = f & wire::kOpenWholeFile;
+  r.partial = f & wire::kOpenPartial;
+  return r;
 }
 
 }  // namespace rcp

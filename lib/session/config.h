@@ -25,8 +25,14 @@ struct Settings {
   bool direct = false;  ///< O_DIRECT for this side's file data (io/direct.h)
   unsigned hash_threads = 1;
   uint32_t streams = 0;  ///< connections (TCP) or QPs (RDMA) per copy; 0: the transport's default
+  UpdateRules rules;     ///< what the sink does with files the destination has (travels in OPEN's flags)
   const std::atomic<bool>* cancel = nullptr;
 };
+
+/// The OPEN flags that carry `r` to the daemon (wire::kOpenChecksum, ...).
+uint16_t open_flags(const UpdateRules& r);
+/// The rules an OPEN's flags ask for.
+UpdateRules rules_from_open(uint16_t flags);
 
 enum class Role { source, sink };
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fs/update_rule.h"
 #include "hash/digest.h"
 
 namespace rcp {
@@ -26,6 +27,9 @@ struct SessionOptions {
   /// O_DIRECT for file data where the file system allows it (io/direct.h);
   /// else buffered, said once per session at -v.
   bool direct = false;
+  /// Sink: what to do with files the destination already has (quick check
+  /// by default; -c, --ignore-existing, --existing, -u, --whole-file).
+  UpdateRules rules;
   /// Digest workers off the loop; 0 hashes on the loop itself. 1 by default:
   /// on the 2-core test hosts 2 workers per side measured slower than 1
   /// (both ends share the cores); raise it on hosts with cores to spare.
@@ -66,7 +70,10 @@ constexpr uint32_t kMaxSlots = 4096;
 constexpr size_t kMaxErrorLines = 1000;
 
 struct TransferStats {
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;        ///< size of the files that ended ok (skipped ones included)
+  uint64_t bytes_pulled = 0;   ///< file data that crossed the network (re-fetches included)
+  uint64_t bytes_matched = 0;  ///< file data reused from the destination's existing files
+  uint32_t files_skipped = 0;  ///< among files_ok: the destination had them, nothing written
   uint32_t files_ok = 0;
   uint32_t files_failed = 0;
   uint32_t dirs_ok = 0;  ///< directory entries among files_ok (for "N file(s)" without them)

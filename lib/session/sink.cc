@@ -13,10 +13,12 @@
 #include <unordered_map>
 #include <variant>
 
+#include "fs/filetime.h"
 #include "hash/hash_pool.h"
 #include "io/direct.h"
 #include "io/ring.h"
 #include "io/write_inline.h"
+#include "session/delta.h"
 #include "session/ledger.h"
 #include "session/loop.h"
 #include "session/plan.h"
@@ -69,6 +71,7 @@ class Sink {
                           [&](wire::FileResult& x) { return unexpected(x); },
                           [&](wire::Done& x) { return unexpected(x); },
                           [&](wire::ModuleList& x) { return unexpected(x); },
+                          [&](wire::StopFile& x) { return unexpected(x); },
                       },
                       m);
   }
@@ -103,12 +106,37 @@ class Sink {
     while (!queue_.empty()) {
       wire::ChunkReady& c = queue_.front();
       File& f = files_.at(c.file_id);
-      if (f.failed) {
+      if (f.failed || f.skip) {  // returned unread
         give_back(c.slot);
         queue_.pop_front();
         --f.chunks_active;
         RCP_TRY(check_file(f.id));
         continue;
+      }
+      if (f.partial_size > 0 || f.basis.valid()) {
+        // A partial file's own chunks first (in place), then the old file's (copied).
+        Result<bool> same = false;
+        if (f.partial_size > 0)
+          same = reuse_.try_reuse(opt_, f.tmp.fd(), f.partial_size, -1, f.id, c.offset, c.length, c.digest);
+        if (same.ok() && !same.value() && f.basis.valid()) {
+          same = reuse_.try_reuse(opt_, f.basis.get(), f.basis_size, f.tmp.fd(), f.id, c.offset, c.length, c.digest);
+          if (same.ok() && same.value()) f.basis_matched += c.length;
+        }
+        if (!same.ok()) fail_file(f, same.error().context + " '" + f.shown + "': " + same.error().message());
+        if (!same.ok() || same.value()) {
+          if (same.ok()) {
+            f.ledger.add_digest(c.offset, c.length, c.digest);
+            f.written += c.length;
+            f.matched += c.length;
+            progress_bytes_ += c.length;
+          }
+          give_back(c.slot);
+          queue_.pop_front();
+          --f.chunks_active;
+          RCP_TRY(check_file(f.id));
+          started = true;
+          continue;
+        }
       }
       const uint32_t nblocks = blocks_for(c.length, opt_.block_size);
       const uint32_t nwrs = (nblocks + t_.negotiated().max_sge - 1) / t_.negotiated().max_sge;
@@ -148,8 +176,15 @@ class Sink {
     uint32_t id = 0;
     uint64_t size = 0;
     uint32_t mode = 0644;
+    int64_t mtime_ns = 0;
     std::string shown;
     bool is_dir = false;  // a directory entry: created at FILE_END
+    bool skip = false;    // the destination has it already: STOP_FILE sent, chunks returned unread
+    Fd basis;             // the file being replaced: chunks whose digests match are reused
+    uint64_t basis_size = 0;
+    uint64_t pulled = 0, matched = 0;
+    uint64_t basis_matched = 0;  // of matched: taken from the old file (not a partial one)
+    uint64_t partial_size = 0;  // a kept --partial file being completed in place: its size when opened
     std::string rel;      // its path below the destination
     std::shared_ptr<Fd> parent;  // the file's directory when below the destination (outlives tmp)
     TempFile tmp;
@@ -187,7 +222,8 @@ class Sink {
       return proto_error(t_, fmt::format("more than {} files begun and not ended", kMaxFilesOpen));
     File f(fb.file_id, fb.size, fb.mode, opt_.checksum);
     f.is_dir = S_ISDIR(fb.mode);
-    PlacedEntry e = tree_.place(fb.name, f.is_dir, f.mode, t_.peer(), fb.size);
+    f.mtime_ns = fb.mtime_ns;
+    PlacedEntry e = tree_.place(fb.name, f.is_dir, f.mode, t_.peer(), IncomingFile{fb.size, fb.mtime_ns, &opt_.rules});
     // A directory entry that was placed (its name is clean) carries no data.
     if (f.is_dir && e.error.empty() && f.size != 0) return proto_error(t_, "directory entry with a size");
     f.mode = e.mode;
@@ -206,8 +242,16 @@ class Sink {
         direct_noted_ = true;
       }
     }
+    f.skip = e.skip && !f.failed;
+    if (can_reuse_chunks(opt_)) {
+      f.basis = std::move(e.basis);
+      f.basis_size = e.basis_size;
+      struct stat ps;
+      if (f.tmp.is_partial() && ::fstat(f.tmp.fd(), &ps) == 0) f.partial_size = static_cast<uint64_t>(ps.st_size);
+    }
     files_.emplace(fb.file_id, std::move(f));
     ++unended_;
+    if (e.skip) return ch_.send(wire::StopFile{fb.file_id});
     return {};
   }
 
@@ -280,6 +324,7 @@ class Sink {
     File& f = files_.at(p.c.file_id);
     if (e.status != 0)
       return make_error(e.status, fmt::format("pulling '{}' at offset {} from {}: {}", f.shown, p.c.offset, t_.peer(), e.detail));
+    f.pulled += p.c.length;
     if (opt_.checksum == Checksum::none && !opt_.chunk_key) return on_hashed(e.cookie, p.c.digest);
     if (read_seq_++ == test_faults().sink_corrupt_once && p.attempts == 1) pool_.at(p.blocks.front())[0] ^= 0x5a;
     HashPool::Job job{e.cookie, {}, p.c.file_id, p.c.offset};
@@ -388,20 +433,33 @@ class Sink {
   Status check_file(uint32_t id) {
     File& f = files_.at(id);
     if (!f.end_seen || f.chunks_active > 0) return {};
-    if (!f.failed) {
+    bool kept = f.skip;  // the destination's file stays as it is
+    if (!f.failed && !f.skip) {
       if (f.written != f.size || !f.ledger.complete()) {
         fail_file(f, fmt::format("'{}' incomplete: {} of {} bytes", f.shown, f.written, f.size));
       } else if (wire::Digest d = f.ledger.file_digest(); !(d == f.expected)) {
         fail_file(f, fmt::format("'{}' file digest mismatch", f.shown));
       } else if (f.is_dir) {
         if (Status st = tree_.make_dir(f.rel, f.mode, f.shown); !st.ok()) fail_file(f, st.error().message());
+      } else if (f.basis.valid() && f.basis_matched == f.size && f.basis_size == f.size) {
+        // Every chunk matched: the file is the same, keep it (as rsync -c
+        // does) with the source's mtime, so the next quick check skips it.
+        kept = true;
+        f.tmp.remove();
+        (void)set_mtime_ns(f.basis.get(), f.mtime_ns);  // (not ours to change: the content is right anyway)
+      } else if (Status z = f.tmp.is_partial() ? f.tmp.set_size(f.size) : Status{}; !z.ok()) {
+        fail_file(f, z.error().message());  // (a kept partial file may be longer than the file now)
+      } else if (Status t = set_mtime_ns(f.tmp.fd(), f.mtime_ns); !t.ok()) {
+        fail_file(f, fmt::format("{} of '{}': {}", t.error().context, f.shown, t.error().message()));
       } else if (Status st = f.tmp.commit(f.mode, opt_.fsync); !st.ok()) {
         // (written == size and the ledger is complete, so the temp file holds
         // exactly the file: commit() need not truncate.)
         fail_file(f, st.error().message());
       }
     }
-    wire::FileResult r{id, 0, ""};
+    wire::FileResult r{id, 0, 0, f.pulled, f.matched, ""};
+    stats_.bytes_pulled += f.pulled;
+    stats_.bytes_matched += f.matched;
     if (f.failed) {
       // A device is written in place: what reached it stays there.
       if (f.tmp.is_device() && f.touched)
@@ -415,6 +473,8 @@ class Sink {
     } else {
       ++stats_.files_ok;
       if (f.is_dir) ++stats_.dirs_ok;
+      if (kept) ++stats_.files_skipped;
+      r.skipped = kept ? 1 : 0;
       stats_.bytes += f.size;
     }
     if (opt_.on_progress) opt_.on_progress(progress_bytes_, stats_.files_ok + stats_.files_failed, {});
@@ -429,6 +489,7 @@ class Sink {
   Pool pool_;
   std::unique_ptr<HashPool> hp_;  // after pool_: its workers stop before the pool goes
   IndexPool free_;
+  ChunkReuse reuse_;
   DestinationTree tree_;  // before files_: its directories outlive their temp files
   std::map<uint32_t, File> files_;
   std::deque<wire::ChunkReady> queue_;

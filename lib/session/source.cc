@@ -56,6 +56,7 @@ class Source {
                           [&](wire::ChunkDone& d) { return on_chunk_done(d); },
                           [&](wire::FileResult& r) { return on_file_result(r); },
                           [&](wire::Done&) { return on_done(); },
+                          [&](wire::StopFile& x) { return on_stop(x); },
                           [&](wire::ErrorMsg& em) -> Status { return make_error(em.err, t_.peer() + ": " + em.message); },
                           // What only a source sends, or only comes before the session:
                           [&](wire::Open& x) { return unexpected(x); },
@@ -152,6 +153,7 @@ class Source {
     FileLedger ledger;
     bool is_dir = false;
     DirectFile direct;  // O_DIRECT twin of fd (--direct), for whole granules
+    bool stopped = false;  // STOP_FILE: the sink has it; no more reads
   };
   struct Slot {
     uint32_t file_id = 0;
@@ -176,12 +178,33 @@ class Source {
                      it == files_.end() ? std::string_view{} : std::string_view{it->second.shown});
   }
 
+  Status on_stop(const wire::StopFile& x) {
+    auto it = files_.find(x.file_id);
+    if (it == files_.end()) return proto_error(t_, "STOP_FILE for a file not begun");
+    File& f = it->second;
+    if (f.is_dir) return proto_error(t_, "STOP_FILE for a directory");
+    if (f.end_sent || f.stopped) return {};
+    f.stopped = true;
+    f.next_chunk = f.nchunks;  // chunks in flight still come back (unread by the sink)
+    if (cur_ == f.id) cur_.reset();
+    return maybe_end(f);
+  }
+
   Status on_file_result(const wire::FileResult& r) {
     auto it = files_.find(r.file_id);
     if (it == files_.end() || !it->second.end_sent) return proto_error(t_, "result for a file not sent");
+    const File& f = it->second;
+    // What the sink says it pulled and reused is bounded by what there was:
+    // each chunk is pulled at most twice (one re-fetch) or reused once.
+    if (r.matched > f.size || r.pulled / 2 > f.size || (f.stopped && r.err == 0 && !r.skipped))
+      return proto_error(t_, fmt::format("result for '{}' does not fit the file ({} pulled, {} reused of {} bytes{})",
+                                         f.shown, r.pulled, r.matched, f.size, f.stopped ? ", stopped" : ""));
+    stats_.bytes_pulled += r.pulled;
+    stats_.bytes_matched += r.matched;
     if (r.err == 0) {
       ++stats_.files_ok;
       if (it->second.is_dir) ++stats_.dirs_ok;
+      if (r.skipped) ++stats_.files_skipped;
       stats_.bytes += it->second.size;
     } else {
       ++stats_.files_failed;
@@ -244,7 +267,7 @@ class Source {
     }
     // A directory entry is a FILE_BEGIN with S_IFDIR in its mode and no data.
     const uint32_t mode = sf->is_dir ? (S_IFDIR | (sf->mode & 0777)) : (sf->mode & 0777);
-    wire::FileBegin fb{id, sf->size, mode, sf->name};
+    wire::FileBegin fb{id, sf->size, mode, sf->mtime_ns, sf->name};
     RCP_TRY(ch_.send(fb));
     files_.emplace(id, std::move(f));
     ++unended_;
@@ -255,12 +278,13 @@ class Source {
 
   Status maybe_end(File& f) {
     if (f.end_sent || f.next_chunk < f.nchunks || f.reads_out > 0) return {};
-    if (!f.ledger.complete()) return make_error(EIO, "internal: '" + f.shown + "' not fully hashed");
+    if (!f.stopped && !f.ledger.complete()) return make_error(EIO, "internal: '" + f.shown + "' not fully hashed");
     f.end_sent = true;
     --unended_;
     f.fd.reset();
     f.direct.fd.reset();
-    return ch_.send(wire::FileEnd{f.id, f.size, f.ledger.file_digest()});
+    // A stopped file's digest means nothing (the sink keeps its own copy).
+    return ch_.send(wire::FileEnd{f.id, f.size, f.stopped ? wire::Digest{} : f.ledger.file_digest()});
   }
 
   bool all_ended() const {

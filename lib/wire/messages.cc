@@ -88,6 +88,7 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                    w.u32(f.file_id);
                    w.u64(f.size);
                    w.u32(f.mode);
+                   w.u64(static_cast<uint64_t>(f.mtime_ns));
                    w.str(f.name.substr(0, kMaxPath));
                  },
                  [&](const ChunkReady& c) {
@@ -112,6 +113,9 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                  [&](const FileResult& f) {
                    w.u32(f.file_id);
                    w.u32(static_cast<uint32_t>(f.err));
+                   w.u8(f.skipped);
+                   w.u64(f.pulled);
+                   w.u64(f.matched);
                    w.str(f.message.substr(0, kMaxText));
                  },
                  [&](const Finish&) {},
@@ -127,6 +131,7 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                    w.u32(static_cast<uint32_t>(f.err));
                    w.str(f.message.substr(0, kMaxText));
                  },
+                 [&](const StopFile& f) { w.u32(f.file_id); },
                  [&](const ModuleList& l) {
                    if (l.modules.size() > kMaxModules) st = proto("too many modules in MODULE_LIST");
                    w.u8(l.truncated);
@@ -181,6 +186,7 @@ Status read_body(Reader& r, Open& o) {
   o.path = r.str(kMaxPath);
   if (r.ok() && o.op != Op::put && o.op != Op::get && o.op != Op::list) return proto("OPEN with unknown operation");
   if (r.ok() && static_cast<uint8_t>(o.checksum) > 2) return proto("OPEN with unknown checksum");
+  if (r.ok() && (o.flags & ~kOpenKnownFlags) != 0) return proto(fmt::format("OPEN with unknown flags {:#x}", o.flags));
   return {};
 }
 
@@ -193,6 +199,7 @@ Status read_body(Reader& r, FileBegin& f) {
   f.file_id = r.u32();
   f.size = r.u64();
   f.mode = r.u32();
+  f.mtime_ns = static_cast<int64_t>(r.u64());
   f.name = r.str(kMaxPath);
   return {};
 }
@@ -229,7 +236,17 @@ Status read_body(Reader& r, FileEnd& f) {
 Status read_body(Reader& r, FileResult& f) {
   f.file_id = r.u32();
   f.err = static_cast<int32_t>(r.u32());
+  f.skipped = r.u8();
+  f.pulled = r.u64();
+  f.matched = r.u64();
   f.message = r.str(kMaxText);
+  if (r.ok() && f.skipped > 1) return proto("FILE_RESULT with skipped not 0 or 1");
+  if (r.ok() && f.skipped && f.err != 0) return proto("FILE_RESULT both skipped and failed");
+  return {};
+}
+
+Status read_body(Reader& r, StopFile& f) {
+  f.file_id = r.u32();
   return {};
 }
 

@@ -20,7 +20,9 @@ namespace rcp::wire {
 
 constexpr uint32_t kMagic = 0x52435030;  // "RCP0"
 /// 2: FILE_SKIPPED (a source reports each file it cannot send).
-constexpr uint16_t kVersion = 2;
+/// 3: FILE_BEGIN carries mtime_ns; FILE_RESULT says skipped/pulled/matched;
+///    STOP_FILE (the sink has the file already).
+constexpr uint16_t kVersion = 3;
 /// The version this process speaks: kVersion, unless the test-only fault
 /// switch RCP_TEST_FAULT=protocol-version=N makes it pretend to be another
 /// release (so the suite can prove a mismatch is refused with a clear error).
@@ -56,6 +58,7 @@ enum class MsgType : uint16_t {
   error = 10,
   file_skipped = 11,
   module_list = 12,
+  stop_file = 13,
 };
 
 /// list: OPEN's path is empty; the daemon answers with MODULE_LIST (no OPEN_OK).
@@ -84,6 +87,16 @@ struct Open {
 constexpr uint16_t kOpenMulti = 1;
 constexpr uint16_t kOpenFsync = 2;
 constexpr uint16_t kOpenRecursive = 4;  // get: a directory source is sent with everything below it
+/// How the sink (the daemon on a put, the client on a get) treats a file
+/// that exists at the destination (rsync's options of the same names):
+constexpr uint16_t kOpenChecksum = 8;         // -c: compare content, not size and mtime
+constexpr uint16_t kOpenIgnoreExisting = 16;  // --ignore-existing: never replace an existing file
+constexpr uint16_t kOpenExisting = 32;        // --existing: never create a file
+constexpr uint16_t kOpenUpdate = 64;          // -u: keep a destination file newer than the source's
+constexpr uint16_t kOpenWholeFile = 128;      // --whole-file: no chunk reuse from the existing file
+constexpr uint16_t kOpenPartial = 256;        // --partial: keep what an interrupted copy wrote, reuse it next time
+/// Every bit a peer may set; an OPEN with another bit is refused.
+constexpr uint16_t kOpenKnownFlags = 511;
 
 struct OpenOk {
   uint8_t dest_is_dir = 0;
@@ -95,6 +108,7 @@ struct FileBegin {
   uint32_t file_id = 0;
   uint64_t size = 0;
   uint32_t mode = 0644;
+  int64_t mtime_ns = 0;  ///< the source's modification time, ns since the epoch
   std::string name;
 };
 
@@ -122,10 +136,17 @@ struct FileEnd {
   Digest digest;
 };
 
-/// Sink → source: the file is committed (err == 0) or failed.
+/// Sink → source: the file is committed (err == 0) or failed. skipped: the
+/// destination already had it (nothing written). pulled: file bytes that
+/// crossed the network for it (re-fetches included); matched: bytes taken
+/// from the destination's existing file because their chunk digests matched.
+/// The source checks both against the file's size.
 struct FileResult {
   uint32_t file_id = 0;
   int32_t err = 0;
+  uint8_t skipped = 0;  ///< 0 or 1
+  uint64_t pulled = 0;
+  uint64_t matched = 0;
   std::string message;
 };
 
@@ -170,6 +191,14 @@ struct ModuleList {
   uint8_t truncated = 0;
 };
 constexpr size_t kMaxModules = 64;
+
+/// Sink → source, right after a FILE_BEGIN: the destination already has this
+/// file (quick check, --ignore-existing, ...), so send no more of its chunks.
+/// Chunks already announced are returned unread; FILE_END still follows (its
+/// digest is not checked) and FILE_RESULT answers it with skipped = 1.
+struct StopFile {
+  uint32_t file_id = 0;
+};
 constexpr size_t kMaxModuleText = 255;
 
 /// Every control message. The order is the wire: alternative i travels as
@@ -189,7 +218,7 @@ constexpr size_t kMaxModuleText = 255;
 ///  7. a sample in tests/unit/wire_test.cc samples(), which round-trips and
 ///     truncates every message.
 using Message = std::variant<Open, OpenOk, FileBegin, ChunkReady, ChunkDone, FileEnd, FileResult,
-                             Finish, Done, ErrorMsg, FileSkipped, ModuleList>;
+                             Finish, Done, ErrorMsg, FileSkipped, ModuleList, StopFile>;
 
 /// The wire type and the name (for logs and errors) of each message. No
 /// primary definition: a message without an entry does not compile.
@@ -214,6 +243,7 @@ RCP_WIRE_MSG(ErrorMsg, error, "ERROR");
 RCP_WIRE_MSG(FileSkipped, file_skipped, "FILE_SKIPPED");
 
 RCP_WIRE_MSG(ModuleList, module_list, "MODULE_LIST");
+RCP_WIRE_MSG(StopFile, stop_file, "STOP_FILE");
 #undef RCP_WIRE_MSG
 
 /// Messages in the protocol: MsgType values 1 .. kMessageTypes.

@@ -2,7 +2,7 @@
 # Installed as /usr/share/bash-completion/completions/rcp.
 #
 # Completes rcp's options (read from `rcp --help`, so new options appear without
-# editing this file), the values of --transport and --checksum/--digest, and:
+# editing this file), the values of --transport and --digest, and:
 #   HOST:<TAB>  HOST::<TAB>  USER@HOST:<TAB>  [v6]:<TAB>  rcp://HOST[:PORT]/<TAB>
 #     module names, from the daemon's listing (`rcp HOST:` prints NAME<TAB>COMMENT);
 #   anything else: local files, plus "NAME:" for the hosts named in the client
@@ -18,9 +18,10 @@ _rcp_options() {
     # CLI11 prints "  -v,--verbose ..." and "  --transport TEXT ..."
     printf '%s\n' "$help" | grep -oE -- '(^|[ ,])--?[A-Za-z0-9][-A-Za-z0-9]*' | sed 's/^[ ,]*//' | sort -u
   else
-    printf '%s\n' -v --verbose -q --quiet -r --recursive -V --version -h --help --transport --checksum \
+    printf '%s\n' -v --verbose -q --quiet -r --recursive -V --version -h --help --transport --digest \
       -P --port --tcp-port --chunk-size --buffer-size --window --streams --no-zerocopy --encrypt --hash-threads \
-      --fsync --progress --no-progress --copy-devices --write-devices --devices-as-files --force --direct
+      --fsync --progress --no-progress --copy-devices --write-devices --devices-as-files --force --direct \
+      -c --checksum --ignore-existing --existing -u --update -W --whole-file --partial --stats --json
   fi
 }
 
@@ -58,7 +59,7 @@ _rcp() {
   fi
   case $prev in
     --transport) COMPREPLY=($(compgen -W "auto rdma tcp" -- "$cur")); return ;;
-    --checksum|--digest) COMPREPLY=($(compgen -W "xxh128 sha256 none" -- "$cur")); return ;;
+    --digest) COMPREPLY=($(compgen -W "xxh128 sha256 none" -- "$cur")); return ;;
     -P|--port|--tcp-port|--chunk-size|--buffer-size|--window|--streams|--hash-threads|--bwlimit) return ;;
   esac
 

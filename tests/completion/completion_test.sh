@@ -61,7 +61,7 @@ expect "rcp -" -h --help -v --verbose --transport -P --port --progress
 # Option values.
 expect "rcp --transport " auto rdma tcp
 expect "rcp --transport r" rdma
-expect "rcp --checksum s" sha256
+expect "rcp --digest s" sha256
 expect "rcp --port " ""
 # Module names from the daemon; bash keeps what is before the last ':' itself.
 expect "rcp host:" data/ docs/ backup/

@@ -35,6 +35,6 @@ expect "rcp host:" "docs    -- documentation"
 expect "rcp rcp://host:7000/d" "GROUP:module on host"
 expect "rcp --trans" "PROMPT> rcp --transport="
 expect "rcp --transport=" "rdma  -- RDMA or fail"
-expect "rcp --checksum=s" "PROMPT> rcp --checksum=sha256"
+expect "rcp --digest=s" "PROMPT> rcp --digest=sha256"
 expect "rcp back" "PROMPT> rcp backup-host:"
 exit $(( fails > 0 ))

@@ -223,9 +223,9 @@ rcp --buffer-size 64 --window 3 "$addr:data/smallpool" "$out/smallpool" && cmp -
 check "pull with --buffer-size 64 --window 3" test $? = 0
 
 # --- checksums: sha256 and none
-rcp --checksum sha256 "$src/size1M+1" "$addr:data/sha" && cmp -s "$src/size1M+1" "$exp/sha"
+rcp --digest sha256 "$src/size1M+1" "$addr:data/sha" && cmp -s "$src/size1M+1" "$exp/sha"
 check "push with sha256" test $? = 0
-rcp --checksum none "$addr:data/sha" "$out/none" && cmp -s "$src/size1M+1" "$out/none"
+rcp --digest none "$addr:data/sha" "$out/none" && cmp -s "$src/size1M+1" "$out/none"
 check "pull with checksum none" test $? = 0
 
 # --- corruption: a chunk corrupted at the source fails twice, nothing reaches the destination
@@ -414,8 +414,8 @@ fi
 RCP_TEST_FAULT=protocol-version=99 rcp "$src/size1" "$addr:data/v99" 2> "$work/err"
 rc=$?
 check "client of protocol version 99 is refused" test $rc != 0 -a ! -e "$exp/v99"
-check "  ... naming both versions" grep -q "version 2, this side speaks 99" "$work/err"
-check "  ... and the daemon says why" grep -q "peer speaks rcp protocol version 99, this side speaks 2" "$dlog"
+check "  ... naming both versions" grep -q "version 3, this side speaks 99" "$work/err"
+check "  ... and the daemon says why" grep -q "peer speaks rcp protocol version 99, this side speaks 3" "$dlog"
 
 # --- RLIMIT_MEMLOCK too small (64 KiB, and root without CAP_IPC_LOCK): the side that cannot pin
 # its pool says the limit, the KiB needed and how to raise it. Over TCP (the io_uring fixed
@@ -446,6 +446,127 @@ else
   dwrap=()
   log "RLIMIT_MEMLOCK checks skipped (transport $transport, or capabilities cannot be dropped here)"
 fi
+
+# --- updating: --json report; a second run of an unchanged tree moves nothing (push and pull, -r);
+# one changed byte in a 64 MiB file moves at most two chunks; -c, --ignore-existing, --existing, -u
+jnum() { sed -n "s/.*\"$1\":\([0-9][0-9]*\).*/\1/p" "$2"; }  # KEY FILE: a number of the --json object
+jcheck() {  # NAME FILE KEY OP VALUE: a --json number compared with test(1)
+  local v; v=$(jnum "$3" "$2")
+  if [ -n "$v" ] && [ "$v" "$4" "$5" ]; then ok "$1"; else bad "$1" "$3 = '${v}', want $4 $5: $(cat "$2")"; fi
+}
+qc=$src/qc
+mkdir -p "$qc/d1/d2" "$qc/empty"
+head -c 0 /dev/urandom > "$qc/zero"
+head -c 4096 /dev/urandom > "$qc/d1/small"
+head -c $((1048576 + 1)) /dev/urandom > "$qc/d1/d2/mid"
+head -c 3000000 /dev/urandom > "$qc/big"
+head -c 10 /dev/urandom > "$qc/odd \"name\"
+two"
+nq=5 qbytes=$((4096 + 1048576 + 1 + 3000000 + 10))
+rm -rf "$exp/qc" "$out/qc"
+rcp -r --json "$qc" "$addr:data/" > "$work/j1"
+jcheck "--json push: files_transferred" "$work/j1" files_transferred -eq $nq
+jcheck "--json push: bytes_transferred is every byte" "$work/j1" bytes_transferred -eq $qbytes
+jcheck "--json push: exit_code 0" "$work/j1" exit_code -eq 0
+check "--json is one line naming the transport" grep -q "^{.*\"transport\":\"$transport\".*}\$" "$work/j1"
+check "the copy has the source's mtimes (ns)" test "$(stat -c %.9Y "$qc/d1/d2/mid")" = "$(stat -c %.9Y "$exp/qc/d1/d2/mid")"
+rcp -r --json "$qc" "$addr:data/" > "$work/j2"
+jcheck "second push of an unchanged tree: bytes_transferred 0" "$work/j2" bytes_transferred -eq 0
+jcheck "  ... files_transferred 0" "$work/j2" files_transferred -eq 0
+jcheck "  ... files_skipped $nq" "$work/j2" files_skipped -eq $nq
+jcheck "  ... bytes_total $qbytes" "$work/j2" bytes_total -eq $qbytes
+check "  ... tree identical" diff -r "$qc" "$exp/qc"
+rcp -r --json "$addr:data/qc" "$out/" > "$work/j3"
+jcheck "pull -r: files_transferred" "$work/j3" files_transferred -eq $nq
+rcp -r --json --stats "$addr:data/qc" "$out/" > "$work/j4"
+jcheck "second pull of an unchanged tree: bytes_transferred 0" "$work/j4" bytes_transferred -eq 0
+jcheck "  ... files_transferred 0" "$work/j4" files_transferred -eq 0
+jcheck "  ... files_skipped $nq" "$work/j4" files_skipped -eq $nq
+check "  ... --stats goes to stderr next to --json" grep -q "Number of files skipped (unchanged): $nq" "$work/err"
+check "  ... tree identical" diff -r "$qc" "$out/qc"
+rcp -r --stats "$addr:data/qc" "$out/" > "$work/s1"
+check "--stats alone prints its totals on stdout" grep -q "^Total transferred file size: 0 bytes" "$work/s1"
+# same size and mtime but other bytes: skipped by the quick check; -c compares content
+printf 'X' | dd of="$exp/qc/d1/small" bs=1 seek=100 conv=notrunc status=none
+touch -r "$qc/d1/small" "$exp/qc/d1/small"
+rcp --json "$addr:data/qc/d1/small" "$out/qc/d1/small" > "$work/j5"
+jcheck "quick check: same size and mtime is skipped" "$work/j5" files_skipped -eq 1
+rcp -c --json "$qc/d1/small" "$addr:data/qc/d1/small" > "$work/j6"
+jcheck "-c: the changed content is transferred" "$work/j6" files_transferred -eq 1
+check "  ... byte-exact" cmp -s "$qc/d1/small" "$exp/qc/d1/small"
+rcp -c --json "$qc/d1/small" "$addr:data/qc/d1/small" > "$work/j7"
+jcheck "-c: identical content is skipped" "$work/j7" files_skipped -eq 1
+# --ignore-existing, --existing, -u
+touch -d '2001-01-01' "$exp/qc/big"
+rcp --ignore-existing --json "$qc/big" "$addr:data/qc/big" > "$work/j8"
+jcheck "--ignore-existing skips an existing file" "$work/j8" files_skipped -eq 1
+check "  ... left as it was" test "$(stat -c %Y "$exp/qc/big")" = "$(date -d 2001-01-01 +%s)"
+rcp --existing --json "$qc/big" "$addr:data/qc/new-one" > "$work/j9"
+jcheck "--existing creates nothing" "$work/j9" files_skipped -eq 1
+check "  ... no file" test ! -e "$exp/qc/new-one"
+touch -d '2031-01-01' "$exp/qc/big"
+rcp -u --json "$qc/big" "$addr:data/qc/big" > "$work/j10"
+jcheck "-u keeps a newer destination file" "$work/j10" files_skipped -eq 1
+rcp --json "$qc/big" "$addr:data/qc/big" > "$work/j11"
+jcheck "without -u: same content found chunk by chunk, nothing moves" "$work/j11" bytes_transferred -eq 0
+jcheck "  ... counted skipped" "$work/j11" files_skipped -eq 1
+check "  ... and it gets the source's mtime" test "$(stat -c %.9Y "$qc/big")" = "$(stat -c %.9Y "$exp/qc/big")"
+check "  ... byte-exact" cmp -s "$qc/big" "$exp/qc/big"
+# one changed byte (and mtime) in a 64 MiB file: at most two chunks of 1 MiB move, both ways
+head -c $((64 * 1048576)) /dev/urandom > "$src/d64"
+rcp "$src/d64" "$addr:data/d64" && cp "$exp/d64" "$out/d64"
+printf 'Y' | dd of="$src/d64" bs=1 seek=$((33 * 1048576 + 17)) conv=notrunc status=none
+touch -d '2020-02-02 02:02:02.123456789' "$src/d64"
+rcp --json "$src/d64" "$addr:data/d64" > "$work/j12"
+jcheck "delta push: one changed byte moves at most 2 chunks" "$work/j12" bytes_transferred -le $((2 * 1048576))
+jcheck "  ... the rest is matched" "$work/j12" bytes_matched -ge $((62 * 1048576))
+check "  ... byte-exact" cmp -s "$src/d64" "$exp/d64"
+check "  ... no temp file left" no_temps "$exp"
+rcp --json "$addr:data/d64" "$out/d64" > "$work/j13"
+jcheck "delta pull: one changed byte moves at most 2 chunks" "$work/j13" bytes_transferred -le $((2 * 1048576))
+check "  ... byte-exact" cmp -s "$src/d64" "$out/d64"
+check "  ... no temp file left" no_temps "$out"
+printf 'Z' | dd of="$src/d64" bs=1 seek=5 conv=notrunc status=none
+rcp -W --json "$src/d64" "$addr:data/d64" > "$work/j14"
+jcheck "--whole-file sends every byte" "$work/j14" bytes_transferred -eq $((64 * 1048576))
+check "  ... byte-exact" cmp -s "$src/d64" "$exp/d64"
+rm -f "$src/d64" "$exp/d64" "$out/d64"
+
+# --- --partial: a push and a pull of 1 GiB killed with SIGKILL at about half; the next --partial
+# run moves at most 55 % and the file is byte-identical; the kept file is named for its target
+head -c $((1024 * 1048576)) /dev/urandom > "$src/g1"
+gsize=$((1024 * 1048576))
+kill_at_half() {  # PARTIAL-FILE ARGS...: runs rcp --partial ARGS, SIGKILLs it once PARTIAL-FILE is half the size
+  local watch=$1 pid s=0; shift
+  "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" --partial "$@" 2> "$work/err" &  # (no timeout(1): the kill must reach rcp)
+  pid=$!
+  for _ in $(seq 6000); do
+    s=$(stat -c %s "$watch" 2>/dev/null || echo 0)
+    [ "$s" -ge $((gsize / 2)) ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.02
+  done
+  kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  echo "$s"
+}
+rm -f "$exp/g1" "$exp/.g1.rcp-partial"
+at=$(kill_at_half "$exp/.g1.rcp-partial" "$src/g1" "$addr:data/g1")
+for _ in $(seq 100); do flock -n "$exp/.g1.rcp-partial" true 2>/dev/null && break; sleep 0.1; done  # the session let go of it
+check "push killed at about half ($at bytes): the daemon keeps .g1.rcp-partial, no g1" \
+  test -f "$exp/.g1.rcp-partial" -a ! -e "$exp/g1" -a "$at" -ge $((gsize / 2)) -a "$at" -lt $gsize
+rcp --partial --json "$src/g1" "$addr:data/g1" > "$work/jp1"
+jcheck "  ... the next --partial push moves at most 55 %" "$work/jp1" bytes_transferred -le $((gsize * 55 / 100))
+check "  ... byte-exact" cmp -s "$src/g1" "$exp/g1"
+check "  ... and the partial file is gone" test ! -e "$exp/.g1.rcp-partial"
+rm -f "$out/g1" "$out/.g1.rcp-partial"
+at=$(kill_at_half "$out/.g1.rcp-partial" "$addr:data/g1" "$out/g1")
+check "pull killed at about half ($at bytes): .g1.rcp-partial kept, no g1" \
+  test -f "$out/.g1.rcp-partial" -a ! -e "$out/g1" -a "$at" -ge $((gsize / 2)) -a "$at" -lt $gsize
+rcp --partial --json "$addr:data/g1" "$out/g1" > "$work/jp2"
+jcheck "  ... the next --partial pull moves at most 55 %" "$work/jp2" bytes_transferred -le $((gsize * 55 / 100))
+check "  ... byte-exact" cmp -s "$src/g1" "$out/g1"
+check "  ... and the partial file is gone" test ! -e "$out/.g1.rcp-partial"
+rm -f "$src/g1" "$exp/g1" "$out/g1"
 
 # --- transport-specific checks
 if [ "$transport" = rdma ]; then

@@ -158,7 +158,7 @@ TEST_CASE("a FIFO or socket where a file would land is never replaced; a file or
   d.is_dir = true;
   d.shown = s.dir;
   DestinationTree tree(d);
-  PlacedEntry e = tree.place("fifo", false, 0644, "peer", 10);
+  PlacedEntry e = tree.place("fifo", false, 0644, "peer", IncomingFile{10});
   CHECK(e.error.find("FIFO") != std::string::npos);
   struct stat st;
   REQUIRE(::lstat(s.at("fifo").c_str(), &st) == 0);
@@ -187,14 +187,14 @@ TEST_CASE("a device destination takes one file that fits, only what was asked fo
     Destination d = make();
     d.expect = ExpectedNames{"disk.img", false};
     DestinationTree tree(d);
-    PlacedEntry e = tree.place("other.img", false, 0644, "peer", 100);
+    PlacedEntry e = tree.place("other.img", false, 0644, "peer", IncomingFile{100});
     CHECK(e.error.find("not what was asked for") != std::string::npos);
     CHECK_FALSE(e.tmp.is_device());
   }
   {
     Destination d = make();
     DestinationTree tree(d);
-    PlacedEntry e = tree.place("disk.img", false, 0644, "peer", 4097);
+    PlacedEntry e = tree.place("disk.img", false, 0644, "peer", IncomingFile{4097});
     CHECK(e.error.find("smaller") != std::string::npos);
     CHECK(e.error.find("nothing written") != std::string::npos);
     CHECK_FALSE(e.tmp.is_device());
@@ -202,16 +202,16 @@ TEST_CASE("a device destination takes one file that fits, only what was asked fo
   {
     Destination d = make();
     DestinationTree tree(d);
-    CHECK(tree.place("sub", true, 0755, "peer", 0).error.find("directory") != std::string::npos);
+    CHECK(tree.place("sub", true, 0755, "peer", IncomingFile{0}).error.find("directory") != std::string::npos);
   }
   {
     Destination d = make();
     DestinationTree tree(d);
-    PlacedEntry e = tree.place("disk.img", false, 0644, "peer", 4096);
+    PlacedEntry e = tree.place("disk.img", false, 0644, "peer", IncomingFile{4096});
     CHECK(e.error.empty());
     CHECK(e.tmp.is_device());
     CHECK(e.tmp.temp_name().empty());  // no temp file, nothing to rename
-    CHECK(tree.place("second", false, 0644, "peer", 1).error.find("exactly one") != std::string::npos);
+    CHECK(tree.place("second", false, 0644, "peer", IncomingFile{1}).error.find("exactly one") != std::string::npos);
     CHECK(e.tmp.commit(0644, false).ok());
   }
   // Nothing but the device was created beside it.

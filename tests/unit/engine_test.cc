@@ -463,7 +463,7 @@ TEST_CASE("lying source: FILE_END before every chunk was sent commits nothing") 
   FakeLink link;
   ScriptedSource s(link, pattern(3 * kChunk, 10));
   SinkThread sink(link.b(), dst.str(), options());
-  s.send(wire::FileBegin{1, 3 * kChunk, 0644, "f"});
+  s.send(wire::FileBegin{1, 3 * kChunk, 0644, 0, "f"});
   auto c0 = s.chunk(1, 0, 0, kChunk);
   s.send(c0);
   // Its digest agrees with the one chunk sent: only the size gives the lie away.
@@ -515,7 +515,7 @@ TEST_CASE("lying source: overlapping and out-of-file chunks are protocol errors"
     FakeLink link;
     ScriptedSource s(link, pattern(4 * kChunk, 12));
     SinkThread sink(link.b(), dst.str(), options());
-    s.send(wire::FileBegin{1, 2 * kChunk, 0644, "f"});
+    s.send(wire::FileBegin{1, 2 * kChunk, 0644, 0, "f"});
     auto c0 = s.chunk(1, 0, 0, kChunk);
     s.send(c0);
     wire::ChunkReady lie = s.chunk(1, 1, std::min<uint64_t>(k.offset, 3 * kChunk), k.length);
@@ -537,7 +537,7 @@ TEST_CASE("lying source: a chunk longer than the agreed chunk size is a protocol
   const uint64_t size = 2 * kChunk + 1;
   ScriptedSource s(link, pattern(size, 13));
   SinkThread sink(link.b(), dst.str(), options());
-  s.send(wire::FileBegin{1, size, 0644, "f"});
+  s.send(wire::FileBegin{1, size, 0644, 0, "f"});
   // Everything else true: the bytes, the digests, the sizes.
   auto big = s.chunk(1, 0, 0, kChunk + 1);
   auto rest = s.chunk(1, 1, kChunk + 1, kChunk);
@@ -555,7 +555,7 @@ TEST_CASE("lying source: a chunk whose bytes differ from its digest fails the fi
   FakeLink link;
   ScriptedSource s(link, pattern(kChunk, 14));
   SinkThread sink(link.b(), dst.str(), options());
-  s.send(wire::FileBegin{1, kChunk, 0644, "f"});
+  s.send(wire::FileBegin{1, kChunk, 0644, 0, "f"});
   auto c0 = s.chunk(1, 0, 0, kChunk);
   auto fe = wire::FileEnd{1, kChunk, ScriptedSource::file_digest(kChunk, {c0})};
   s.mem[5] ^= 1;  // after hashing: every fetch sees other bytes
@@ -578,7 +578,7 @@ TEST_CASE("sink: refuses each message a source must not send, and a source's ERR
       {wire::Open{}, "unexpected OPEN", EPROTO},
       {wire::OpenOk{}, "unexpected OPEN_OK", EPROTO},
       {wire::ChunkDone{{0}}, "unexpected CHUNK_DONE", EPROTO},
-      {wire::FileResult{1, 0, ""}, "unexpected FILE_RESULT", EPROTO},
+      {wire::FileResult{1, 0, 0, 0, 0, ""}, "unexpected FILE_RESULT", EPROTO},
       {wire::Done{}, "unexpected DONE", EPROTO},
       {wire::FileEnd{7, 0, {}}, "FILE_END for an unknown file", EPROTO},
       {wire::ErrorMsg{ENOSPC, "source says no"}, "source says no", ENOSPC},
@@ -609,7 +609,7 @@ TEST_CASE("sink: refuses a chunk for an unknown file, after FILE_END, a reused f
     FakeLink link;
     ScriptedSource s(link, pattern(kChunk, 15));
     SinkThread sink(link.b(), dst.str(), options());
-    s.send(wire::FileBegin{1, 20, 0644, "f"});
+    s.send(wire::FileBegin{1, 20, 0644, 0, "f"});
     auto c0 = s.chunk(1, 0, 0, 10);
     s.send(c0);
     s.send(wire::FileEnd{1, 20, {}});
@@ -626,24 +626,24 @@ TEST_CASE("sink: refuses a chunk for an unknown file, after FILE_END, a reused f
     FakeLink link;
     ScriptedSource s(link, pattern(kChunk, 15));
     SinkThread sink(link.b(), dst.str(), options());
-    s.send(wire::FileBegin{2, 0, 0644, "f"});
-    s.send(wire::FileBegin{2, 0, 0644, "g"});
+    s.send(wire::FileBegin{2, 0, 0644, 0, "f"});
+    s.send(wire::FileBegin{2, 0, 0644, 0, "g"});
     require_refused(sink.join(), "file id reused");
   }
   SUBCASE("FILE_BEGIN after FINISH") {
     FakeLink link;
     ScriptedSource s(link, pattern(kChunk, 15));
     SinkThread sink(link.b(), dst.str(), options());
-    s.send(wire::FileBegin{1, 10, 0644, "f"});
+    s.send(wire::FileBegin{1, 10, 0644, 0, "f"});
     s.send(wire::Finish{});
-    s.send(wire::FileBegin{2, 0, 0644, "g"});
+    s.send(wire::FileBegin{2, 0, 0644, 0, "g"});
     require_refused(sink.join(), "FILE_BEGIN after FINISH");
   }
   SUBCASE("a chunk digest of the wrong length") {
     FakeLink link;
     ScriptedSource s(link, pattern(kChunk, 15));
     SinkThread sink(link.b(), dst.str(), options());
-    s.send(wire::FileBegin{1, 10, 0644, "f"});
+    s.send(wire::FileBegin{1, 10, 0644, 0, "f"});
     auto c = s.chunk(1, 0, 0, 10);
     c.digest.len = 4;
     s.send(c);
@@ -661,7 +661,7 @@ TEST_CASE("sink: a name leading out of the destination fails that file and write
     FakeLink link;
     ScriptedSource s(link, pattern(kChunk, 22));
     SinkThread sink(link.b(), dst, options());
-    s.send(wire::FileBegin{1, 10, 0644, name});
+    s.send(wire::FileBegin{1, 10, 0644, 0, name});
     auto c = s.chunk(1, 0, 0, 10);
     s.send(c);
     s.send(wire::FileEnd{1, 10, ScriptedSource::file_digest(10, {c})});
@@ -679,7 +679,7 @@ TEST_CASE("sink: a read the source's memory does not cover fails the session") {
   FakeLink link;
   ScriptedSource s(link, pattern(kChunk, 16));
   SinkThread sink(link.b(), dst.str(), options());
-  s.send(wire::FileBegin{1, kChunk, 0644, "f"});
+  s.send(wire::FileBegin{1, kChunk, 0644, 0, "f"});
   auto c = s.chunk(1, 0, 0, kChunk);
   c.addr += 1;  // one byte past the registration at its end
   s.send(c);
@@ -732,11 +732,11 @@ TEST_CASE("source: refuses each message a sink must not send, and a sink's ERROR
   const Case cases[] = {
       {wire::Open{}, "unexpected OPEN", EPROTO},
       {wire::OpenOk{}, "unexpected OPEN_OK", EPROTO},
-      {wire::FileBegin{1, 0, 0644, "x"}, "unexpected FILE_BEGIN", EPROTO},
+      {wire::FileBegin{1, 0, 0644, 0, "x"}, "unexpected FILE_BEGIN", EPROTO},
       {wire::ChunkReady{1, 0, 0, 1, 0, 0, {}}, "unexpected CHUNK_READY", EPROTO},
       {wire::FileEnd{1, 0, {}}, "unexpected FILE_END", EPROTO},
       {wire::Finish{}, "unexpected FINISH", EPROTO},
-      {wire::FileResult{42, 0, ""}, "result for a file not sent", EPROTO},
+      {wire::FileResult{42, 0, 0, 0, 0, ""}, "result for a file not sent", EPROTO},
       {wire::Done{}, "DONE before every file was answered", EPROTO},
       {wire::ErrorMsg{EDQUOT, "sink says no"}, "sink says no", EDQUOT},
   };
@@ -765,7 +765,7 @@ TEST_CASE("engine: cancelling a sink mid-file removes its temp file and renames 
   SessionOptions opt = options();
   opt.cancel = &cancel;
   SinkThread sink(link.b(), dst.str(), opt);
-  s.send(wire::FileBegin{1, 2 * kChunk, 0644, "f"});
+  s.send(wire::FileBegin{1, 2 * kChunk, 0644, 0, "f"});
   s.send(s.chunk(1, 0, 0, kChunk));  // the second chunk never comes
   std::vector<wire::Message> got;
   REQUIRE(await(link.a(), got, [](auto& v) { return count_of<wire::ChunkDone>(v) >= 1; }));
@@ -804,7 +804,7 @@ Result<TransferStats> send_named(const std::string& dst, const std::string& name
   FakeLink link;
   ScriptedSource s(link, pattern(kChunk, 31));
   SinkThread sink(link.b(), dst, options(), std::move(expect));
-  s.send(wire::FileBegin{1, 10, mode, name});
+  s.send(wire::FileBegin{1, 10, mode, 0, name});
   auto c = s.chunk(1, 0, 0, 10);
   s.send(c);
   s.send(wire::FileEnd{1, 10, ScriptedSource::file_digest(10, {c})});
@@ -920,9 +920,9 @@ TEST_CASE("sink: a directory entry never widens an existing directory; a new one
   FakeLink link;
   ScriptedSource s(link, pattern(kChunk, 34));
   SinkThread sink(link.b(), dst.str(), options());
-  s.send(wire::FileBegin{1, 0, S_IFDIR | 0777, "d"});
+  s.send(wire::FileBegin{1, 0, S_IFDIR | 0777, 0, "d"});
   s.send(wire::FileEnd{1, 0, ScriptedSource::file_digest(0, {})});
-  s.send(wire::FileBegin{2, 0, S_IFDIR | 02777, "n"});
+  s.send(wire::FileBegin{2, 0, S_IFDIR | 02777, 0, "n"});
   s.send(wire::FileEnd{2, 0, ScriptedSource::file_digest(0, {})});
   s.send(wire::Finish{});
   auto& r = sink.join();
@@ -995,7 +995,7 @@ TEST_CASE("lying source: more files begun and not ended than kMaxFilesOpen is a 
   FakeLink link;
   ScriptedSource s(link, pattern(kChunk, 37));
   SinkThread sink(link.b(), dst.str(), options());
-  for (uint32_t i = 1; i <= kMaxFilesOpen + 1; ++i) s.send(wire::FileBegin{i, 10, 0644, "f" + std::to_string(i)});
+  for (uint32_t i = 1; i <= kMaxFilesOpen + 1; ++i) s.send(wire::FileBegin{i, 10, 0644, 0, "f" + std::to_string(i)});
   require_refused(sink.join(), "files begun and not ended");
   CHECK(temps_in(dst.path).empty());
 }
@@ -1009,7 +1009,7 @@ TEST_CASE("lying source: a chunk naming a slot already lent, or out of range, is
     SessionOptions opt = options();
     opt.blocks = 1;  // one chunk pulled at a time: the next stays queued
     SinkThread sink(link.b(), dst.str(), opt);
-    s.send(wire::FileBegin{1, 2 * kChunk, 0644, "f"});
+    s.send(wire::FileBegin{1, 2 * kChunk, 0644, 0, "f"});
     s.send(s.chunk(1, 0, 0, 10));
     s.send(s.chunk(1, second, 10, 10));
     require_refused(sink.join(), second == 0 ? "already lent" : "out of range");
@@ -1055,4 +1055,287 @@ TEST_CASE("engine: a source holds at most max_files_open files begun and not end
   REQUIRE(c.sink->ok());
   CHECK(c.sink->value().files_ok == paths.size());
   CHECK(most == 3);
+}
+
+// ---------------------------------------------------------------- updating existing files
+
+namespace {
+void set_mtime(const std::string& path, int64_t sec, long nsec) {
+  const struct timespec ts[2] = {{0, UTIME_OMIT}, {sec, nsec}};
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), ts, 0) == 0);
+}
+int64_t mtime_ns(const std::string& path) {
+  struct stat st;
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+}
+}  // namespace
+
+TEST_CASE("update: same size and mtime is skipped (STOP_FILE), nothing pulled, the file untouched") {
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  write_file(p, pattern(3 * kChunk + 5, 40));
+  const std::vector<uint8_t> old = pattern(3 * kChunk + 5, 41);  // other bytes: only size and mtime agree
+  write_file(dst.str("f"), old);
+  set_mtime(p, 1600000000, 123456789);
+  set_mtime(dst.str("f"), 1600000000, 123456789);
+  FakeLink link;
+  int stops = 0;
+  link.set_hook(Side::b, [&](wire::Message& m, std::vector<wire::Message>& out) {
+    stops += std::holds_alternative<wire::StopFile>(m);
+    out.push_back(m);
+  });
+  Copy c = copy(link, {p}, dst.str());
+  REQUIRE(c.source->ok());
+  REQUIRE(c.sink->ok());
+  CHECK(stops == 1);
+  for (auto* r : {&c.source->value(), &c.sink->value()}) {
+    CHECK(r->files_ok == 1);
+    CHECK(r->files_skipped == 1);
+    CHECK(r->bytes_pulled == 0);
+  }
+  CHECK(read_file(dst.str("f")) == old);
+  CHECK(temps_in(dst.path).empty());
+
+  SUBCASE("a different mtime (to the ns) is copied, and the copy gets the source's mtime") {
+    set_mtime(dst.str("f"), 1600000000, 123456788);
+    FakeLink link2;
+    Copy c2 = copy(link2, {p}, dst.str());
+    REQUIRE(c2.sink->ok());
+    CHECK(c2.sink->value().files_skipped == 0);
+    CHECK(read_file(dst.str("f")) == read_file(p));
+    CHECK(mtime_ns(dst.str("f")) == 1600000000123456789ll);
+  }
+  SUBCASE("-c compares content: the different file is written") {
+    SessionOptions opt = options();
+    opt.rules.checksum = true;
+    FakeLink link2;
+    Copy c2 = copy(link2, {p}, dst.str(), opt);
+    REQUIRE(c2.sink->ok());
+    CHECK(c2.sink->value().files_skipped == 0);
+    CHECK(read_file(dst.str("f")) == read_file(p));
+  }
+}
+
+TEST_CASE("update: only chunks that differ are pulled; the rest is reused, verified whole") {
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  const uint64_t size = 6 * kChunk + 100;
+  std::vector<uint8_t> data = pattern(size, 42);
+  write_file(dst.str("f"), data);
+  data[2 * kChunk + 7] ^= 0xff;  // one byte in the third chunk
+  data[size - 1] ^= 0xff;        // and one in the last, short chunk
+  write_file(p, data);
+  set_mtime(p, 1500000000, 1);  // (files written in one clock tick share their mtime)
+  for (bool whole : {false, true}) {
+    CAPTURE(whole);
+    if (whole) {
+      write_file(dst.str("f"), pattern(size, 42));
+      set_mtime(dst.str("f"), 1400000000, 0);
+    }
+    SessionOptions opt = options();
+    opt.rules.whole_file = whole;
+    FakeLink link;
+    Copy c = copy(link, {p}, dst.str(), opt);
+    REQUIRE(c.source->ok());
+    REQUIRE(c.sink->ok());
+    for (auto* r : {&c.source->value(), &c.sink->value()}) {
+      CHECK(r->files_ok == 1);
+      CHECK(r->files_skipped == 0);
+      CHECK(r->bytes_pulled == (whole ? size : kChunk + 100));
+      CHECK(r->bytes_matched == (whole ? 0 : size - kChunk - 100));
+    }
+    CHECK(read_file(dst.str("f")) == data);
+    CHECK(temps_in(dst.path).empty());
+  }
+}
+
+TEST_CASE("update: -c with identical content keeps the file, counted skipped, nothing pulled") {
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  const std::vector<uint8_t> data = pattern(4 * kChunk, 43);
+  write_file(p, data);
+  write_file(dst.str("f"), data);
+  struct stat before;
+  REQUIRE(::stat(dst.str("f").c_str(), &before) == 0);
+  SessionOptions opt = options();
+  opt.rules.checksum = true;
+  FakeLink link;
+  Copy c = copy(link, {p}, dst.str(), opt);
+  REQUIRE(c.sink->ok());
+  CHECK(c.sink->value().files_skipped == 1);
+  CHECK(c.sink->value().bytes_pulled == 0);
+  CHECK(c.sink->value().bytes_matched == 4 * kChunk);
+  struct stat after;
+  REQUIRE(::stat(dst.str("f").c_str(), &after) == 0);
+  CHECK(after.st_ino == before.st_ino);  // kept, not replaced
+  CHECK(mtime_ns(dst.str("f")) == mtime_ns(p));  // so the next quick check skips it
+}
+
+TEST_CASE("lying source: chunks reused from the old file still face the whole-file digest") {
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  const std::vector<uint8_t> data = pattern(3 * kChunk, 44);
+  write_file(p, data);
+  std::vector<uint8_t> old = data;
+  old[5] ^= 1;  // first chunk differs: pulled; the other two are reused
+  write_file(dst.str("f"), old);
+  set_mtime(p, 1500000000, 1);
+  FakeLink link;
+  link.set_hook(Side::a, [](wire::Message& m, std::vector<wire::Message>& out) {
+    if (auto* fe = std::get_if<wire::FileEnd>(&m)) fe->digest.bytes[0] ^= 1;
+    out.push_back(m);
+  });
+  Copy c = copy(link, {p}, dst.str());
+  REQUIRE(c.sink->ok());
+  CHECK(c.sink->value().files_failed == 1);
+  CHECK(c.sink->value().bytes_matched == 2 * kChunk);
+  REQUIRE(c.sink->value().errors.size() == 1);
+  CHECK(c.sink->value().errors[0].find("file digest mismatch") != std::string::npos);
+  CHECK(read_file(dst.str("f")) == old);
+  CHECK(temps_in(dst.path).empty());
+}
+
+TEST_CASE("lying sink: a STOP_FILE the sink did not mean leaves the file incomplete, never committed") {
+  // A receiver that says it has the file makes the source stop sending; if it
+  // then expects the data after all, the incomplete file fails verification.
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  write_file(p, pattern(8 * kChunk, 45));
+  FakeLink link;
+  bool sent = false;
+  link.set_hook(Side::b, [&](wire::Message& m, std::vector<wire::Message>& out) {
+    out.push_back(m);
+    if (!sent && std::holds_alternative<wire::ChunkDone>(m)) {
+      out.push_back(wire::StopFile{1});
+      sent = true;
+    }
+  });
+  Copy c = copy(link, {p}, dst.str());
+  REQUIRE(sent);
+  REQUIRE(c.sink->ok());
+  CHECK(c.sink->value().files_failed == 1);
+  REQUIRE(c.sink->value().errors.size() == 1);
+  CHECK(c.sink->value().errors[0].find("incomplete") != std::string::npos);
+  const bool source_says_ok = c.source->ok() && c.source->value().files_ok != 0;
+  CHECK_FALSE(source_says_ok);
+  require_nothing_left(dst, "f");
+}
+
+TEST_CASE("lying sink: STOP_FILE for a file not begun, results that do not fit the file") {
+  SUBCASE("STOP_FILE for an unknown file") {
+    TempDir src;
+    const std::string p = src.str("f");
+    write_file(p, pattern(3 * kChunk, 46));
+    FakeLink link;
+    SourceThread source(link.a(), {p}, options());
+    link.inject(Side::b, wire::StopFile{42});
+    require_refused(source.join(), "STOP_FILE for a file not begun");
+  }
+  struct Case {
+    const char* what;
+    uint64_t pulled, matched;
+  };
+  const Case cases[] = {{"more reused than the file", 0, 3 * kChunk + 1}, {"pulled more than twice", 6 * kChunk + 2, 0}};
+  for (const Case& k : cases) {
+    INFO("case: ", std::string(k.what));
+    TempDir src, dst;
+    const std::string p = src.str("f");
+    write_file(p, pattern(3 * kChunk, 47));
+    FakeLink link;
+    link.set_hook(Side::b, [&](wire::Message& m, std::vector<wire::Message>& out) {
+      if (auto* r = std::get_if<wire::FileResult>(&m)) {
+        r->pulled = k.pulled;
+        r->matched = k.matched;
+      }
+      out.push_back(m);
+    });
+    Copy c = copy(link, {p}, dst.str());
+    require_refused(*c.source, "does not fit the file");
+  }
+}
+
+// ---------------------------------------------------------------- --partial
+
+TEST_CASE("--partial: a cancelled sink keeps .f.rcp-partial with what it verified; without, nothing") {
+  for (bool partial : {true, false}) {
+    CAPTURE(partial);
+    TempDir dst;
+    FakeLink link;
+    const std::vector<uint8_t> data = pattern(2 * kChunk, 50);
+    ScriptedSource s(link, data);
+    std::atomic<bool> cancel{false};
+    SessionOptions opt = options();
+    opt.cancel = &cancel;
+    opt.rules.partial = partial;
+    SinkThread sink(link.b(), dst.str(), opt);
+    s.send(wire::FileBegin{1, 2 * kChunk, 0644, 0, "f"});
+    s.send(s.chunk(1, 0, 0, kChunk));  // the second chunk never comes
+    std::vector<wire::Message> got;
+    REQUIRE(await(link.a(), got, [](auto& v) { return count_of<wire::ChunkDone>(v) >= 1; }));
+    cancel = true;
+    REQUIRE_FALSE(sink.join().ok());
+    CHECK_FALSE(exists(dst.str("f")));
+    if (partial) {
+      auto kept = read_file(dst.str(".f.rcp-partial"));
+      REQUIRE(kept);
+      REQUIRE(kept->size() >= kChunk);
+      CHECK(std::equal(data.begin(), data.begin() + kChunk, kept->begin()));
+    } else {
+      CHECK(temps_in(dst.path).empty());
+    }
+  }
+}
+
+TEST_CASE("--partial: the next run reuses only the kept chunks whose digests match, then removes it") {
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  const std::vector<uint8_t> data = pattern(5 * kChunk + 3, 51);
+  write_file(p, data);
+  std::vector<uint8_t> kept(data.begin(), data.begin() + 3 * kChunk);
+  kept[kChunk + 9] ^= 0x40;  // the second kept chunk is wrong: it must be pulled again
+  write_file(dst.str(".f.rcp-partial"), kept);
+  SessionOptions opt = options();
+  opt.rules.partial = true;
+  FakeLink link;
+  Copy c = copy(link, {p}, dst.str(), opt);
+  REQUIRE(c.source->ok());
+  REQUIRE(c.sink->ok());
+  for (auto* r : {&c.source->value(), &c.sink->value()}) {
+    CHECK(r->files_ok == 1);
+    CHECK(r->bytes_matched == 2 * kChunk);
+    CHECK(r->bytes_pulled == 3 * kChunk + 3);
+  }
+  CHECK(read_file(dst.str("f")) == data);
+  CHECK(temps_in(dst.path).empty());
+}
+
+TEST_CASE("--partial: a partial file longer than the file is cut to size; a hardlinked one is not used") {
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  const std::vector<uint8_t> data = pattern(2 * kChunk, 52);
+  write_file(p, data);
+  std::vector<uint8_t> longer = data;
+  longer.resize(4 * kChunk, 7);
+  write_file(dst.str(".f.rcp-partial"), longer);
+  SessionOptions opt = options();
+  opt.rules.partial = true;
+  {
+    FakeLink link;
+    Copy c = copy(link, {p}, dst.str(), opt);
+    REQUIRE(c.sink->ok());
+    CHECK(c.sink->value().bytes_matched == 2 * kChunk);
+    CHECK(read_file(dst.str("f")) == data);
+  }
+  // A partial name hardlinked to another file (say, one outside the copy)
+  // is never written through: a private temp file is used instead.
+  const std::vector<uint8_t> victim = pattern(100, 53);
+  write_file(dst.str("victim"), victim);
+  REQUIRE(::link(dst.str("victim").c_str(), dst.str(".g.rcp-partial").c_str()) == 0);
+  REQUIRE(::rename(p.c_str(), src.str("g").c_str()) == 0);
+  FakeLink link2;
+  Copy c2 = copy(link2, {src.str("g")}, dst.str(), opt);
+  REQUIRE(c2.sink->ok());
+  CHECK(read_file(dst.str("g")) == data);
+  CHECK(read_file(dst.str("victim")) == victim);
 }

@@ -55,16 +55,25 @@ TEST_CASE("clean_stale_temps removes .NAME.rcp-XXXXXXXX files only, below the ro
   touch(d + "/a.txt");
   touch(d + "/.a.txt.rcp-ABC12345");  // not what TempFile makes
   touch(d + "/.a.txt.rcp-abc1234");   // one short
+  // --partial files: kept for the next run, removed once untouched for 7 days
+  touch(d + "/sub/.old.rcp-partial");
+  touch(d + "/.new.rcp-partial");
+  {
+    const struct timespec ts[2] = {{::time(nullptr) - 8 * 24 * 3600, 0}, {::time(nullptr) - 8 * 24 * 3600, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, (d + "/sub/.old.rcp-partial").c_str(), ts, 0) == 0);
+  }
   char outside[] = "/tmp/rcp-exports-out.XXXXXX";
   REQUIRE(mkdtemp(outside) != nullptr);
   touch(std::string(outside) + "/.x.rcp-abcdefgh");
   REQUIRE(::symlink(outside, (d + "/link").c_str()) == 0);
   const int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  CHECK(clean_stale_temps(fd) == 2);
+  CHECK(clean_stale_temps(fd) == 3);
   ::close(fd);
   CHECK(::access((d + "/.a.txt.rcp-abc12345").c_str(), F_OK) != 0);
   CHECK(::access((d + "/sub/.b.rcp-0000zzzz").c_str(), F_OK) != 0);
   CHECK(::access((d + "/a.txt").c_str(), F_OK) == 0);
+  CHECK(::access((d + "/sub/.old.rcp-partial").c_str(), F_OK) != 0);
+  CHECK(::access((d + "/.new.rcp-partial").c_str(), F_OK) == 0);
   CHECK(::access((d + "/.a.txt.rcp-ABC12345").c_str(), F_OK) == 0);
   CHECK(::access((d + "/.a.txt.rcp-abc1234").c_str(), F_OK) == 0);
   CHECK(::access((std::string(outside) + "/.x.rcp-abcdefgh").c_str(), F_OK) == 0);

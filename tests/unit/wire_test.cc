@@ -30,7 +30,7 @@ bool eq(const Open& a, const Open& b) {
 }
 bool eq(const OpenOk& a, const OpenOk& b) { return a.dest_is_dir == b.dest_is_dir; }
 bool eq(const FileBegin& a, const FileBegin& b) {
-  return a.file_id == b.file_id && a.size == b.size && a.mode == b.mode && a.name == b.name;
+  return a.file_id == b.file_id && a.size == b.size && a.mode == b.mode && a.mtime_ns == b.mtime_ns && a.name == b.name;
 }
 bool eq(const ChunkReady& a, const ChunkReady& b) {
   return a.file_id == b.file_id && a.slot == b.slot && a.offset == b.offset && a.length == b.length &&
@@ -41,8 +41,10 @@ bool eq(const FileEnd& a, const FileEnd& b) {
   return a.file_id == b.file_id && a.size == b.size && a.digest == b.digest;
 }
 bool eq(const FileResult& a, const FileResult& b) {
-  return a.file_id == b.file_id && a.err == b.err && a.message == b.message;
+  return a.file_id == b.file_id && a.err == b.err && a.skipped == b.skipped && a.pulled == b.pulled &&
+         a.matched == b.matched && a.message == b.message;
 }
+bool eq(const StopFile& a, const StopFile& b) { return a.file_id == b.file_id; }
 bool eq(const Finish&, const Finish&) { return true; }
 bool eq(const Done& a, const Done& b) { return a.files_ok == b.files_ok && a.files_failed == b.files_failed; }
 bool eq(const ErrorMsg& a, const ErrorMsg& b) { return a.err == b.err && a.message == b.message; }
@@ -71,13 +73,15 @@ std::vector<Message> samples() {
   std::vector<Message> v;
   v.push_back(Open{Op::put, Checksum::xxh128, kOpenMulti | kOpenFsync, "mod/dir with space/file\nname"});
   v.push_back(Open{Op::get, Checksum::sha256, 0, ""});
-  v.push_back(Open{Op::put, Checksum::none, 0xFFFF, std::string(kMaxPath, 'p')});
+  v.push_back(Open{Op::put, Checksum::none, kOpenKnownFlags, std::string(kMaxPath, 'p')});
   v.push_back(Open{Op::get, Checksum::xxh128, kOpenFsync, "export/" + kUtf8});
   v.push_back(OpenOk{0});
   v.push_back(OpenOk{1});
-  v.push_back(FileBegin{0xDEADBEEF, 0x0123456789ABCDEFull, 0100755, "\xE6\x97\xA5 \xE8\xAA\x9E\n.txt"});
-  v.push_back(FileBegin{0, 0, 0, ""});
-  v.push_back(FileBegin{7, std::numeric_limits<uint64_t>::max(), 0644, std::string(kMaxPath, 'n')});
+  v.push_back(FileBegin{0xDEADBEEF, 0x0123456789ABCDEFull, 0100755, 0, "\xE6\x97\xA5 \xE8\xAA\x9E\n.txt"});
+  v.push_back(FileBegin{0, 0, 0, 0, ""});
+  v.push_back(FileBegin{3, 5, 0644, std::numeric_limits<int64_t>::min(), "old"});
+  v.push_back(FileBegin{4, 5, 0644, 1700000000123456789ll, "ns"});
+  v.push_back(FileBegin{7, std::numeric_limits<uint64_t>::max(), 0644, 0, std::string(kMaxPath, 'n')});
   v.push_back(ChunkReady{1, 2, 0x1122334455667788ull, kMaxChunk, 0xFEDCBA9876543210ull, 0xCAFEBABE, make_digest(32, 1)});
   v.push_back(ChunkReady{0xFFFFFFFF, 0xFFFFFFFF, 0, 1, 0, 0, make_digest(16, 200)});
   v.push_back(ChunkReady{3, 0, std::numeric_limits<uint64_t>::max() - 1, 1, 1, 1, Digest{}});
@@ -92,9 +96,13 @@ std::vector<Message> samples() {
   v.push_back(FileEnd{9, 0x8000000000000001ull, make_digest(32, 9)});
   v.push_back(FileEnd{10, 12345, make_digest(16, 3)});
   v.push_back(FileEnd{11, 0, Digest{}});
-  v.push_back(FileResult{5, -ENOSPC, "no space left on '" + kUtf8 + "'"});
-  v.push_back(FileResult{0xFFFFFFFF, std::numeric_limits<int32_t>::min(), ""});
-  v.push_back(FileResult{1, 0, std::string(kMaxText, 't')});
+  v.push_back(FileResult{5, -ENOSPC, 0, 0, 0, "no space left on '" + kUtf8 + "'"});
+  v.push_back(FileResult{0xFFFFFFFF, std::numeric_limits<int32_t>::min(), 0, 0, 0, ""});
+  v.push_back(FileResult{1, 0, 0, 0, 0, std::string(kMaxText, 't')});
+  v.push_back(FileResult{2, 0, 1, 0, 0, ""});
+  v.push_back(FileResult{3, 0, 0, std::numeric_limits<uint64_t>::max(), 0x0102030405060708ull, "x"});
+  v.push_back(StopFile{0});
+  v.push_back(StopFile{0xFFFFFFFF});
   v.push_back(Finish{});
   v.push_back(Done{0xFFFFFFFF, 0});
   v.push_back(Done{3, 4});
@@ -135,12 +143,12 @@ void set_len(Bytes& b, uint32_t len) {
 
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
-Bytes open_payload(uint8_t op, uint8_t cks, const std::string& path) {
+Bytes open_payload(uint8_t op, uint8_t cks, const std::string& path, uint16_t flags = 0) {
   Bytes p;
   Writer w(p);
   w.u8(op);
   w.u8(cks);
-  w.u16(0);
+  w.u16(flags);
   w.str(path);
   return p;
 }
@@ -266,14 +274,14 @@ TEST_CASE("a decoded message differs when a field differs (the comparison can fa
 }
 
 TEST_CASE("exact encoding of DONE and OPEN") {
-  CHECK(enc(Done{1, 2}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x02, 0x00, 0x09, 0x00, 0x00, 0x00, 0x08,
+  CHECK(enc(Done{1, 2}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x03, 0x00, 0x09, 0x00, 0x00, 0x00, 0x08,
                                  0, 0, 0, 1, 0, 0, 0, 2});
   const Bytes open = enc(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a"});
-  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x02, 0x00, 0x01, 0x00, 0x00, 0x00, 0x09,
+  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x03, 0x00, 0x01, 0x00, 0x00, 0x00, 0x09,
                       0x02, 0x02, 0x00, 0x01, 0x00, 0x03, 'm', '/', 'a'});
   // Magic first, big-endian "RCP0".
   CHECK(((uint32_t{open[0]} << 24) | (uint32_t{open[1]} << 16) | (uint32_t{open[2]} << 8) | open[3]) == kMagic);
-  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x02, 0x00, 0x08, 0, 0, 0, 0});
+  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x03, 0x00, 0x08, 0, 0, 0, 0});
 }
 
 TEST_CASE("encode appends after existing bytes and leaves them intact on failure") {
@@ -300,7 +308,7 @@ TEST_CASE("encode refuses fields beyond their limits") {
     CHECK(st.error().code == EPROTO);
   }
   SUBCASE("file name longer than kMaxPath") {
-    auto st = encode(FileBegin{1, 1, 0644, std::string(kMaxPath + 1, 'x')}, out);
+    auto st = encode(FileBegin{1, 1, 0644, 0, std::string(kMaxPath + 1, 'x')}, out);
     REQUIRE_FALSE(st.ok());
     CHECK(st.error().code == EPROTO);
   }
@@ -319,7 +327,7 @@ TEST_CASE("over-long error text is cut to kMaxText rather than failing the encod
   auto r = decode(enc(ErrorMsg{EIO, text}));
   REQUIRE(r.ok());
   CHECK(std::get<ErrorMsg>(*r).message == text.substr(0, kMaxText));
-  auto r2 = decode(enc(FileResult{1, EIO, text}));
+  auto r2 = decode(enc(FileResult{1, EIO, 0, 0, 0, text}));
   REQUIRE(r2.ok());
   CHECK(std::get<FileResult>(*r2).message.size() == kMaxText);
 }
@@ -457,6 +465,7 @@ TEST_CASE("string and path fields are bounded") {
     w.u32(1);
     w.u64(10);
     w.u32(0644);
+    w.u64(0);
     w.str(std::string(kMaxPath + 1, 'n'));
     expect_proto_error(frame(static_cast<uint16_t>(MsgType::file_begin), p));
   }
@@ -466,12 +475,14 @@ TEST_CASE("string and path fields are bounded") {
       Writer w(p);
       if (t == MsgType::file_result) w.u32(1);
       w.u32(5);
+      if (t == MsgType::file_result) { w.u8(0); w.u64(0); w.u64(0); }
       w.str(std::string(kMaxText + 1, 'e'));
       expect_proto_error(frame(static_cast<uint16_t>(t), p));
       Bytes q;
       Writer wq(q);
       if (t == MsgType::file_result) wq.u32(1);
       wq.u32(5);
+      if (t == MsgType::file_result) { wq.u8(0); wq.u64(0); wq.u64(0); }
       wq.str(std::string(kMaxText, 'e'));
       CHECK(decode(frame(static_cast<uint16_t>(t), q)).ok());
     }
@@ -490,6 +501,33 @@ TEST_CASE("OPEN with unknown operation or checksum is refused") {
     CAPTURE(c);
     expect_proto_error(frame(1, open_payload(1, c, "m")), "checksum");
   }
+}
+
+TEST_CASE("OPEN with a flag this version does not know is refused") {
+  CHECK(decode(frame(1, open_payload(1, 1, "m", kOpenKnownFlags))).ok());
+  for (uint16_t f : {uint16_t(kOpenKnownFlags + 1), uint16_t{0x8000}, uint16_t{0xFFFF}}) {
+    CAPTURE(f);
+    expect_proto_error(frame(1, open_payload(1, 1, "m", f)), "unknown flags");
+  }
+}
+
+TEST_CASE("FILE_RESULT: skipped is 0 or 1, and never with an error") {
+  const auto payload = [](int32_t err, uint8_t skipped) {
+    Bytes p;
+    Writer w(p);
+    w.u32(1);
+    w.u32(static_cast<uint32_t>(err));
+    w.u8(skipped);
+    w.u64(0);
+    w.u64(0);
+    w.str("");
+    return p;
+  };
+  const uint16_t t = static_cast<uint16_t>(MsgType::file_result);
+  CHECK(decode(frame(t, payload(0, 1))).ok());
+  CHECK(decode(frame(t, payload(EIO, 0))).ok());
+  expect_proto_error(frame(t, payload(0, 2)), "skipped not 0 or 1");
+  expect_proto_error(frame(t, payload(EIO, 1)), "both skipped and failed");
 }
 
 TEST_CASE("MODULE_LIST is bounded: count, name length, whole size") {

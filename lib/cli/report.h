@@ -1,0 +1,46 @@
+/// What a copy reports at its end: the totals behind `--stats` (human
+/// lines) and `--json` (one JSON object on stdout for a job to read). Every
+/// key is documented in rcp(1), section "JSON REPORT"; keys are only ever
+/// added, never renamed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rcp::cli {
+
+struct Report {
+  uint64_t files_total = 0;        ///< entries the copy considered: files, directories, failures
+  uint64_t files_transferred = 0;  ///< regular files written at the destination
+  uint64_t files_skipped = 0;      ///< regular files left as they were (quick check, -c, --existing, ...)
+  uint64_t files_deleted = 0;      ///< entries removed at the destination (--delete)
+  uint64_t files_failed = 0;       ///< entries not copied because of an error
+  uint64_t bytes_total = 0;        ///< size of the regular files considered
+  uint64_t bytes_transferred = 0;  ///< file data that crossed the network (re-fetches included)
+  uint64_t bytes_matched = 0;      ///< file data found equal at the destination (by chunk digest)
+  double elapsed_s = 0;
+  std::string transport;           ///< "tcp", "rdma" or "" (no connection was made)
+  std::string device;              ///< the RDMA device ("rxe0"), "" otherwise
+  std::vector<std::string> errors;
+  uint64_t errors_dropped = 0;     ///< failures beyond those listed
+  int exit_code = 0;
+};
+
+/// Appends s as a JSON string (quotes included). Valid UTF-8 passes through;
+/// '"', '\\' and control characters are escaped; each byte that is not part
+/// of valid UTF-8 (a file name is any bytes) becomes \uDC80 + byte, as
+/// Python's "surrogateescape", so no name is lost or turns into another.
+void append_json_string(std::string& out, std::string_view s);
+
+/// The report as one JSON object on one line, with a trailing newline.
+std::string to_json(const Report& r);
+
+/// The report as `--stats` prints it: one "Label: value" line per total.
+std::string to_stats_text(const Report& r);
+
+/// Splits a transport's name ("rdma rxe0", "tcp") into transport and device.
+void set_transport(Report& r, std::string_view carried_by);
+
+}  // namespace rcp::cli
