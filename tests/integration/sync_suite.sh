@@ -56,7 +56,6 @@ sources = ["$src/tree", "$src/solo.txt"]
 destination = "127.0.0.1:data/replica/"
 options = ["-r", "--tcp-port=$tport"]
 transport = "tcp"
-json = false
 TOML
 mkdir -p "$exp/replica"
 sync tree; rc=$?
@@ -65,12 +64,17 @@ check "  ... the tree arrives" cmp -s "$src/tree/big.bin" "$exp/replica/tree/big
 check "  ... with its subdirectory and the single file" \
   bash -c "cmp -s '$src/tree/sub/one.txt' '$exp/replica/tree/sub/one.txt' && cmp -s '$src/solo.txt' '$exp/replica/solo.txt'"
 check "  ... and the command it ran is logged (the journal, under systemd)" grep -q "rcp-sync: job tree: .*--tcp-port=$tport" "$work/err"
+check "  ... and rcp's --json report is the one line on stdout (files_transferred 3)" \
+  bash -c "[ \$(wc -l < '$work/out') = 1 ] && grep -q '\"files_transferred\":3' '$work/out' && grep -q '\"exit_code\":0' '$work/out'"
+sync tree; rc=$?
+check "a second run of the job moves nothing (exit $rc, bytes_transferred 0)" \
+  bash -c "[ $rc = 0 ] && grep -q '\"bytes_transferred\":0' '$work/out' && grep -q '\"files_transferred\":0' '$work/out'"
 
 # --- --print shows the command and runs nothing
 rm -rf "$exp/replica"/*
 sync -n tree; rc=$?
 check "rcp-sync -n prints the rcp command (exit $rc)" \
-  bash -c "[ $rc = 0 ] && grep -qF -- '--transport=tcp -r --tcp-port=$tport -- $src/tree $src/solo.txt 127.0.0.1:data/replica/' '$work/out'"
+  bash -c "[ $rc = 0 ] && grep -qF -- '--transport=tcp -r --tcp-port=$tport --json -- $src/tree $src/solo.txt 127.0.0.1:data/replica/' '$work/out'"
 check "  ... and copies nothing" test -z "$(ls -A "$exp/replica")"
 
 # --- a job given by path
