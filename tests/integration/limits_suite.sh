@@ -183,11 +183,14 @@ RCP_TEST_FAULT=source-delay-ms=200 "$RCP" --transport tcp -P "$rport" --tcp-port
 for _ in $(seq 50); do [ -n "$(find "$exp" -name '.slow.rcp-*')" ] && break; sleep 0.05; done
 sleep 0.3
 held=$(nfds)
-prlimit --pid "$dpid" --nofile="$held:$held"
+# Only the soft limit moves: raising a hard limit back needs CAP_SYS_RESOURCE, which a CI
+# container's root may lack (seen: "prlimit: failed to set the NOFILE resource limit").
+soft0=$(prlimit --pid "$dpid" --nofile --raw --noheadings --output SOFT)
+prlimit --pid "$dpid" --nofile="$held:"
 "$RAWPEER" $addr $tport idle 20 4 10 > "$work/emfile.out" 2>&1 & epid=$!; bgpids+=($epid)
 sleep 0.5
 t0=$(cpu_ticks); sleep 3; t1=$(cpu_ticks)
-prlimit --pid "$dpid" --nofile=1024:1024
+prlimit --pid "$dpid" --nofile="$soft0:" || bad "restoring the daemon's RLIMIT_NOFILE to $soft0" "prlimit failed"
 wait $epid
 log "$(tr '\n' ' ' < "$work/emfile.out")"
 n=$(grep -c "accept tcp: Too many open files" "$dlog")
