@@ -18,8 +18,12 @@ harnesses=("$@")
 
 dir=${RCP_FUZZ_DIR:-build-fuzz}
 command -v clang++ >/dev/null || { echo "run.sh: clang++ not found (scripts/install-deps.sh installs it)" >&2; exit 1; }
-cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DRCP_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$dir" -j "${RCP_FUZZ_JOBS:-$(nproc)}" $(printf 'fuzz_%s ' "${harnesses[@]}") >/dev/null
+# Quiet when it works; on a failure the build's own output says why (it once failed silently).
+blog=$(mktemp); trap 'rm -f "$blog"' EXIT
+if ! { cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DRCP_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+       ninja -C "$dir" -j "${RCP_FUZZ_JOBS:-$(nproc)}" $(printf 'fuzz_%s ' "${harnesses[@]}"); } > "$blog" 2>&1; then
+  echo "run.sh: building the fuzz harnesses failed:" >&2; tail -n 40 "$blog" >&2; exit 1
+fi
 
 declare -A max_len=([wire]=4200 [hello]=64 [auth_messages]=256 [config]=8192 [access]=2048)
 work="$dir/fuzz-run"
