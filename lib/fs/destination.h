@@ -13,7 +13,9 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
+#include "fs/prune.h"
 #include "fs/tempfile.h"
 #include "util/fd.h"
 #include "util/result.h"
@@ -24,6 +26,11 @@ namespace rcp {
 struct ExpectedNames {
   std::string base;   ///< the requested path's last component; "" for an export's root (with tree)
   bool tree = false;  ///< -r: base itself and names below it ("base/..."); else exactly base, a file
+  /// Further sources of the same session (one OPEN, many paths), as base.
+  std::vector<std::string> more;
+  /// --files-from: base and more are paths that arrive as themselves
+  /// ("a/b/c"), each a file or a directory (with tree: and names below it).
+  bool relative = false;
 };
 
 /// Where a sink writes one incoming file: a directory and, unless the
@@ -37,6 +44,9 @@ struct Destination {
   /// outside it fails that file, nothing written. Unset (a daemon receiving
   /// a push): any safe name, the client chose them.
   std::optional<ExpectedNames> expect;
+  /// --delete (a directory destination only): what the source does not
+  /// send is removed from the directories it sends (fs/prune.h).
+  std::optional<PruneOptions> prune;
 };
 
 /// Resolves a put destination inside an export: an existing directory, or a
