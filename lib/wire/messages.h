@@ -20,7 +20,8 @@ namespace rcp::wire {
 
 constexpr uint32_t kMagic = 0x52435030;  // "RCP0"
 /// 2: FILE_SKIPPED (a source reports each file it cannot send).
-constexpr uint16_t kVersion = 2;
+/// 3: OPEN carries more source paths and filter rules; DONE the entries deleted.
+constexpr uint16_t kVersion = 3;
 /// The version this process speaks: kVersion, unless the test-only fault
 /// switch RCP_TEST_FAULT=protocol-version=N makes it pretend to be another
 /// release (so the suite can prove a mismatch is refused with a clear error).
@@ -80,10 +81,35 @@ struct Open {
   Checksum checksum = Checksum::xxh128;
   uint16_t flags = 0;  // kOpenMulti: several sources, so the destination must be a directory
   std::string path;
+  /// get: more sources in the same module, relative to it (no "MODULE/"),
+  /// sent in this order after `path`'s — one session for many files. At most
+  /// kMaxOpenPaths, each at most kMaxPath bytes, all inside one message.
+  std::vector<std::string> more;
+  /// Filter rules ("+ PATTERN" / "- PATTERN", fs/filter.h), in order: a get's
+  /// source applies them to what it sends; a put's sink protects what they
+  /// exclude from --delete. At most kMaxOpenRules of kMaxOpenRuleLen bytes.
+  std::vector<std::string> filters;
 };
 constexpr uint16_t kOpenMulti = 1;
 constexpr uint16_t kOpenFsync = 2;
 constexpr uint16_t kOpenRecursive = 4;  // get: a directory source is sent with everything below it
+/// --delete: the sink removes what the source did not send from the
+/// directories the source sends (fs/prune.h); kOpenDeleteAfter: only once
+/// every file is in. kOpenDeleteRoot: the destination directory itself is
+/// being copied (a source "." or an export's root), so it is pruned too.
+constexpr uint16_t kOpenDelete = 1u << 8;
+constexpr uint16_t kOpenDeleteAfter = 1u << 9;
+constexpr uint16_t kOpenDeleteRoot = 1u << 10;
+/// get (--files-from): each entry keeps its path below the module ("a/b/c"
+/// arrives as a/b/c, not as c), as rsync's --relative.
+constexpr uint16_t kOpenRelative = 1u << 11;
+constexpr size_t kMaxOpenPaths = 1024;
+constexpr size_t kMaxOpenRules = 256;
+constexpr size_t kMaxOpenRuleLen = 1024;
+/// Bytes `o` takes on the wire, header included (a client fills an OPEN up to
+/// kOpenBudget: kMaxMessage less room for an authenticated session's MAC).
+size_t open_size(const Open& o);
+constexpr size_t kOpenBudget = kMaxMessage - 64;
 
 struct OpenOk {
   uint8_t dest_is_dir = 0;
@@ -136,6 +162,7 @@ struct Finish {};
 struct Done {
   uint32_t files_ok = 0;
   uint32_t files_failed = 0;
+  uint32_t files_deleted = 0;  ///< --delete: entries the sink removed
 };
 
 /// Either way: the session failed; message names what failed.

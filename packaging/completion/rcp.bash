@@ -20,7 +20,8 @@ _rcp_options() {
   else
     printf '%s\n' -v --verbose -q --quiet -r --recursive -V --version -h --help --transport --checksum \
       -P --port --tcp-port --chunk-size --buffer-size --window --streams --no-zerocopy --hash-threads \
-      --fsync --progress --no-progress
+      --fsync --progress --no-progress --exclude --include --exclude-from --include-from --files-from \
+      -0 --from0 --delete --delete-after
   fi
 }
 
@@ -60,6 +61,8 @@ _rcp() {
     --transport) COMPREPLY=($(compgen -W "auto rdma tcp" -- "$cur")); return ;;
     --checksum|--digest) COMPREPLY=($(compgen -W "xxh128 sha256 none" -- "$cur")); return ;;
     -P|--port|--tcp-port|--chunk-size|--buffer-size|--window|--streams|--hash-threads|--bwlimit) return ;;
+    --exclude|--include) return ;;  # a pattern
+    --exclude-from|--include-from|--files-from) COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
 
   if [[ $cur == -* ]]; then
