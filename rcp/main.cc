@@ -25,6 +25,7 @@
 #include "cli/client_config.h"
 #include "cli/exit_codes.h"
 #include "cli/module_list.h"
+#include "cli/pull_batches.h"
 #include "cli/progress.h"
 #include "fs/filter.h"
 #include "fs/path.h"
@@ -314,108 +315,6 @@ struct Run {
   }
 };
 
-/// One session of a pull: its OPEN (a path and up to kMaxOpenPaths more in
-/// the same module) and the names it may bring.
-struct PullBatch {
-  const cli::Address* addr = nullptr;  ///< the first source (host, user, module)
-  wire::Open open;
-  ExpectedNames expect;
-  bool root_contents = false;  ///< the export's root with -r: its contents land in DEST
-};
-
-/// The sessions a pull needs: consecutive sources in one module share an
-/// OPEN, as many as one holds (wire::kOpenBudget, kMaxOpenPaths) — 50 named
-/// files are one session, not 50. With --files-from the listed paths are read
-/// as the batches go (never the whole list at once).
-class PullBatches {
- public:
-  PullBatches(std::vector<const cli::Address*> srcs, uint16_t flags, std::vector<std::string> rules,
-              std::optional<PathList> list, bool recursive)
-      : srcs_(std::move(srcs)), flags_(flags), rules_(std::move(rules)), list_(std::move(list)), recursive_(recursive) {}
-
-  Result<std::optional<PullBatch>> next() {
-    PullBatch b;
-    b.open = wire::Open{wire::Op::get, Checksum::xxh128, flags_, {}, {}, rules_};
-    b.expect.tree = recursive_;
-    if (list_) {
-      if (done_) return std::optional<PullBatch>{};
-      b.addr = srcs_[0];
-      b.open.path = srcs_[0]->module_path();
-      b.open.flags |= wire::kOpenRelative;
-      b.expect.relative = true;
-      for (;;) {
-        if (!pending_) {
-          RCP_ASSIGN(pending_, list_->next());
-          if (!pending_) {
-            done_ = true;
-            break;
-          }
-        }
-        b.open.more.push_back(*pending_);
-        if (b.open.more.size() > wire::kMaxOpenPaths || wire::open_size(b.open) > wire::kOpenBudget) {
-          b.open.more.pop_back();
-          if (b.open.more.empty()) return make_error(ENAMETOOLONG, "'" + *pending_ + "': path too long for a request");
-          break;
-        }
-        pending_.reset();
-      }
-      if (b.open.more.empty()) return std::optional<PullBatch>{};
-      b.expect.base = b.open.more.front();
-      b.expect.more.assign(b.open.more.begin() + 1, b.open.more.end());
-      return std::optional<PullBatch>{std::move(b)};
-    }
-    if (i_ == srcs_.size()) return std::optional<PullBatch>{};
-    const cli::Address* first = srcs_[i_++];
-    b.addr = first;
-    b.open.path = first->module_path();
-    const auto [module, rest] = split_module(first->module_path());
-    auto clean = clean_relative(rest);
-    b.expect.base = clean.ok() && !clean->empty() ? base_name(clean.value()) : "";
-    b.root_contents = clean.ok() && clean->empty() && recursive_;
-    if (b.root_contents) return std::optional<PullBatch>{std::move(b)};
-    // More sources in the same module (a root starts a session of its own).
-    while (i_ < srcs_.size()) {
-      const auto [m2, r2] = split_module(srcs_[i_]->module_path());
-      auto c2 = clean_relative(r2);
-      if (m2 != module || !c2.ok() || c2->empty() || b.open.more.size() == wire::kMaxOpenPaths) break;
-      b.open.more.push_back(r2);
-      if (wire::open_size(b.open) > wire::kOpenBudget) {
-        b.open.more.pop_back();
-        break;
-      }
-      b.expect.more.push_back(base_name(c2.value()));
-      ++i_;
-    }
-    return std::optional<PullBatch>{std::move(b)};
-  }
-
- private:
-  std::vector<const cli::Address*> srcs_;
-  uint16_t flags_;
-  std::vector<std::string> rules_;
-  std::optional<PathList> list_;
-  bool recursive_;
-  size_t i_ = 0;
-  bool done_ = false;
-  std::optional<std::string> pending_;
-};
-
-Result<PullBatches> pull_batches(const std::vector<cli::Address>& addrs, const Options& o, uint16_t flags,
-                                 std::vector<std::string> rules) {
-  std::vector<const cli::Address*> srcs;
-  for (size_t i = 0; i + 1 < addrs.size(); ++i) srcs.push_back(&addrs[i]);
-  std::optional<PathList> list;
-  if (!o.files_from.empty()) {
-    RCP_ASSIGN(PathList l, PathList::open(o.files_from, o.from0));
-    list.emplace(std::move(l));
-  }
-  wire::Open probe{wire::Op::get, Checksum::xxh128, flags, addrs[0].module_path(), {}, rules};
-  if (wire::open_size(probe) > wire::kOpenBudget)
-    return make_error(E2BIG, fmt::format("the filter rules take {} bytes, more than one request holds ({})",
-                                         wire::open_size(probe), wire::kOpenBudget));
-  return PullBatches(std::move(srcs), flags, std::move(rules), std::move(list), o.recursive);
-}
-
 int list_modules(Run& r, const cli::Address& a) {
   auto t = r.open_session();
   if (!t.ok()) return fail(t.error(), cli::Phase::connect, cli::to_string(a));
@@ -622,13 +521,13 @@ int run(const Options& o, const CLI::App& app) {
     total = std::move(st.value());
   } else {
     const uint16_t flags = (o.fsync ? wire::kOpenFsync : 0) | (o.recursive ? wire::kOpenRecursive : 0) | del_flags;
-    auto batches = pull_batches(addrs, eff, flags, rules);
+    auto batches = cli::pull_batches(addrs, o.files_from, o.from0, o.recursive, flags, rules);
     if (!batches.ok()) return fail(batches.error(), cli::Phase::local, "", ec::kUsage);
     for (;;) {
       auto b = batches.value().next();
       if (!b.ok()) return fail(b.error(), cli::Phase::local, "", ec::kFileSelection);
       if (!b->has_value()) break;
-      PullBatch& batch = **b;
+      cli::PullBatch& batch = **b;
       const cli::Address& a = *batch.addr;
       auto t = r.open_session();
       if (!t.ok()) return fail(t.error(), cli::Phase::connect);
