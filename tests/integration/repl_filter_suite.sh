@@ -109,6 +109,20 @@ rcp --files-from "$work/badlist" "$addr:data/ffsrc" "$out/ffbad/" ; rc2=$?
 check "a --files-from path with '..' is refused naming its line, both ways (exit $rc, $rc2)" \
   bash -c "[ $rc != 0 ] && [ $rc2 != 0 ] && grep -q 'line 2' '$work/err' && [ ! -e '$exp/outside-secret' ] && [ ! -e '$out/outside-secret' ]"
 
+# A peer that skips the client's cleaning: the daemon cleans and confines every path of the list.
+rawpeer=$(cd "$bin/.." && pwd)/tests/rawpeer
+if [ "$transport" = tcp ] && [ -x "$rawpeer" ]; then
+  timeout 30 "$rawpeer" "$addr" "$tport" open-get data/many/f01 ../outside-secret > "$work/raw" 2>&1
+  check "a raw OPEN listing '../outside-secret' is refused by the daemon, nothing sent" \
+    bash -c "grep -q \"refused: refused path '../outside-secret'\" '$work/raw' && ! grep -q '^sent' '$work/raw'"
+  timeout 30 "$rawpeer" "$addr" "$tport" open-get-relative data/ffsrc top.txt /etc/passwd > "$work/raw" 2>&1
+  check "a raw --files-from OPEN listing an absolute path is refused" \
+    bash -c "grep -q 'refused: .*absolute' '$work/raw' && ! grep -q '^sent' '$work/raw'"
+  timeout 30 "$rawpeer" "$addr" "$tport" open-get-relative data/ffsrc top.txt d1/./d2/deep.txt > "$work/raw" 2>&1
+  check "  ... while clean ones are sent under their cleaned names" \
+    bash -c "grep -q '^sent: top.txt' '$work/raw' && grep -q '^sent: d1/d2/deep.txt' '$work/raw'"
+fi
+
 # --- filters: rsync's rules on the sending side, whichever side that is
 mkdir -p "$src/ft/keep/sub" "$src/ft/build" "$src/ft/logs"
 for f in a.c b.o keep/k.c keep/k.o keep/sub/s.c build/out.bin logs/x.log top.log; do echo "$f" > "$src/ft/$f"; done
