@@ -10,7 +10,7 @@ bin=$1 tree=$2 base=${3:-$(( 30000 + $$ % 20000 ))}
 rcp=$bin/rcp; [ -f "$rcp" ] && [ ! -d "$rcp" ] || rcp=$bin/rcp/rcp
 rcpd=$bin/rcpd; [ -f "$rcpd" ] && [ ! -d "$rcpd" ] || rcpd=$bin/rcpd/rcpd
 work=$(mktemp -d /dev/shm/rcp-mem.XXXXXX)
-trap 'kill $dpid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $dpid 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 mkdir -p "$work/exp" "$work/pulled"
 n=$(find "$tree" -type f | wc -l)
 daemon() {  # starts rcpd under /usr/bin/time; its peak goes to $work/d.$1
