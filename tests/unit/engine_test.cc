@@ -1355,7 +1355,7 @@ TEST_CASE("lying source with --delete: names with '..' or absolute paths prune n
   const wire::Digest empty = ScriptedSource::file_digest(0, {});
   uint32_t id = 1;
   for (const std::string& name : std::vector<std::string>{"../outside", outside, "d/../../outside", "d"}) {
-    s.send(wire::FileBegin{id, 0, S_IFDIR | 0755, name});
+    s.send(wire::FileBegin{id, 0, S_IFDIR | 0755, 0, name});
     s.send(wire::FileEnd{id, 0, empty});
     ++id;
   }
