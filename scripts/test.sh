@@ -37,7 +37,8 @@ if ls /sys/class/infiniband 2>/dev/null | grep -q .; then
   bash tests/vm/rdma_tier.sh build build-asan || status=1
 else
   echo "this host's kernel has no RDMA: running the RDMA tier in a soft-RoCE guest (tests/vm/rxe-run)"
-  tests/vm/rxe-run -- bash tests/vm/rdma_tier.sh build build-asan || status=1
+  # 4 GiB: the guest's /tmp is a tmpfs of half its memory, and the suites write 1 GiB files
+  tests/vm/rxe-run --mem 4G -- bash tests/vm/rdma_tier.sh build build-asan || status=1
 fi
 
 step "done: $([ $status = 0 ] && echo ALL PASSED || echo FAILURES)"

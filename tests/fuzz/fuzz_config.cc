@@ -14,9 +14,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const DaemonConfig& d = c.value();
-  if (d.modules.empty() || d.listen.empty() || d.max_per_host > d.max_connections) std::abort();
+  // (No module at all is valid: the packaged file serves nothing.)
+  if (d.listen.empty() || d.max_per_host > d.max_connections) std::abort();
   for (const ModuleConfig& m : d.modules) {
-    if (!valid_module_name(m.name) || m.path.empty() || m.path[0] != '/') std::abort();
+    if (!valid_module_name(m.name)) std::abort();
+    // A module exports either a directory or a block device, by an absolute path.
+    const std::string& where = m.is_device() ? m.device : m.path;
+    if (where.empty() || where[0] != '/' || (m.is_device() && !m.path.empty())) std::abort();
     if (m.read_only && m.write_only) std::abort();
     if (m.auth_required() == m.secrets_file.empty()) std::abort();
     for (const auto& u : m.auth_users)

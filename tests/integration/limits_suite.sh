@@ -69,7 +69,7 @@ settled() {  # WHAT
   for _ in $(seq 100); do [ "$(nfds)" -le "$fd0" ] && break; sleep 0.1; done
   local f r; f=$(nfds); r=$(rss)
   check "  ... after $1 the daemon's fds are back to $fd0 (has $f)" test "$f" -le "$fd0"
-  check "  ... and its RSS to ${rss0} KiB + 12 MiB slack (has $r KiB)" test "$r" -le $((rss0 + 12288))
+  check "  ... and its RSS to ${rss0} KiB + $((slack / 1024)) MiB slack (has $r KiB)" test "$r" -le $((rss0 + slack))
 }
 lines_since() { tail -n +$(( $1 + 1 )) "$dlog" | wc -l; }
 
@@ -80,6 +80,11 @@ log "rcpd $("$RCPD" --version) on $addr port $tport, work $work"
 for i in 1 2 3; do rcp "$src/file" "$addr:data/warm$i"; done
 sleep 0.5
 fd0=$(nfds) rss0=$(rss)
+# ASan's allocator keeps freed memory in quarantine (up to 256 MiB), so the RSS after a flood
+# says nothing about leaks in a sanitizer build (LeakSanitizer checks those at exit): the RSS
+# bound is 12 MiB above the baseline, 64 MiB under ASan.
+slack=12288
+if grep -q __asan_init "$RCPD" 2>/dev/null; then slack=65536; fi
 log "baseline: $fd0 fds, RSS $rss0 KiB"
 check "a legitimate copy before any attack" legit base
 
@@ -166,6 +171,11 @@ stop_daemon
 # as `ulimit -n` would at start) to exactly the descriptors it holds, so every accept fails with
 # EMFILE for seconds while 20 connections wait in the queue and nothing can be evicted: the
 # accept loop must back off (not spin), say so once, and serve again once descriptors free up.
+# Not in a sanitizer build: UBSan's vptr check probes an object's memory through a pipe(2),
+# which fails while the process has no descriptor left, and then reports a live object as
+# having an "invalid vptr" (seen: every eviction under EMFILE). The same eviction path runs
+# checked by ASan+UBSan in the idle-flood test above; this case runs in the plain build.
+if [ "$slack" = 12288 ]; then
 start_daemon -
 fd0=$(nfds)
 RCP_TEST_FAULT=source-delay-ms=200 "$RCP" --transport tcp -P "$rport" --tcp-port "$tport" --streams 1 \
@@ -173,11 +183,14 @@ RCP_TEST_FAULT=source-delay-ms=200 "$RCP" --transport tcp -P "$rport" --tcp-port
 for _ in $(seq 50); do [ -n "$(find "$exp" -name '.slow.rcp-*')" ] && break; sleep 0.05; done
 sleep 0.3
 held=$(nfds)
-prlimit --pid "$dpid" --nofile="$held:$held"
+# Only the soft limit moves: raising a hard limit back needs CAP_SYS_RESOURCE, which a CI
+# container's root may lack (seen: "prlimit: failed to set the NOFILE resource limit").
+soft0=$(prlimit --pid "$dpid" --nofile --raw --noheadings --output SOFT)
+prlimit --pid "$dpid" --nofile="$held:"
 "$RAWPEER" $addr $tport idle 20 4 10 > "$work/emfile.out" 2>&1 & epid=$!; bgpids+=($epid)
 sleep 0.5
 t0=$(cpu_ticks); sleep 3; t1=$(cpu_ticks)
-prlimit --pid "$dpid" --nofile=1024:1024
+prlimit --pid "$dpid" --nofile="$soft0:" || bad "restoring the daemon's RLIMIT_NOFILE to $soft0" "prlimit failed"
 wait $epid
 log "$(tr '\n' ' ' < "$work/emfile.out")"
 n=$(grep -c "accept tcp: Too many open files" "$dlog")
@@ -189,6 +202,9 @@ for _ in $(seq 60); do [ "$(nfds)" -le "$fd0" ] && break; sleep 0.1; done
 check "  ... and once the flood is gone, a legitimate copy within 2 s" legit after-emfile
 check "daemon still running" kill -0 "$dpid"
 stop_daemon
+else
+  echo "SKIP (LOUD): EMFILE back-off not run in a sanitizer build (UBSan's vptr probe needs a free descriptor); the plain build runs it"
+fi
 
 if cat "$work"/rcpd.*.log | grep -q -E "ERROR: (Address|Leak)Sanitizer|runtime error:"; then
   bad "daemon logs free of sanitizer reports" "$(cat "$work"/rcpd.*.log | grep -m3 -E 'Sanitizer|runtime error')"

@@ -126,7 +126,7 @@ expect_ours "rsh-client reinstalled over rcp"
 
 step "the packaged /etc/rcpd.conf serves nothing, and says so"
 port0=$(( 20000 + RANDOM % 20000 ))
-(ulimit -l unlimited 2>/dev/null; exec timeout 5 runuser -u rcpd -- /usr/sbin/rcpd --config /etc/rcpd.conf \
+(ulimit -l unlimited 2>/dev/null || true; exec timeout 5 runuser -u rcpd -- /usr/sbin/rcpd --config /etc/rcpd.conf \
    --listen 127.0.0.1 --tcp-port "$port0" --transport tcp) > "$work/empty.log" 2>&1 &
 empty_pid=$!
 for _ in $(seq 50); do grep -q ready "$work/empty.log" && break; sleep 0.1; done
