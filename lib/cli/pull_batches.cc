@@ -43,9 +43,12 @@ Result<std::optional<PullBatch>> PullBatches::next() {
   b.open.path = first->module_path();
   const auto [module, rest] = split_module(first->module_path());
   auto clean = clean_relative(rest);
-  b.expect.base = clean.ok() && !clean->empty() ? base_name(clean.value()) : "";
+  // (HOST:MODULE alone without -r: a device module, which sends its own name.)
+  b.expect.base = clean.ok() && !clean->empty() ? base_name(clean.value()) : recursive_ ? "" : module;
   b.root_contents = clean.ok() && clean->empty() && recursive_;
-  if (b.root_contents) return std::optional<PullBatch>{std::move(b)};
+  // A module's root is a session of its own: with -r its contents land in
+  // DEST; without, it is a device module (or refused), never batched with files.
+  if (clean.ok() && clean->empty()) return std::optional<PullBatch>{std::move(b)};
   // More sources in the same module (a root starts a session of its own).
   while (i_ < srcs_.size()) {
     const auto [m2, r2] = split_module(srcs_[i_]->module_path());

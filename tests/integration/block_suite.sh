@@ -167,8 +167,8 @@ rcp --write-devices "$addr:data/disk.img" "$M"; rc=$?
 check "a mounted device: refused (exit $rc), naming where it is mounted" \
   bash -c "[ $rc -ne 0 ] && grep -q 'mounted on $work/mnt' '$work/err' && mountpoint -q '$work/mnt' && [ -z \"\$(ls '$work/mnt' | grep -v lost+found)\" ]"
 dd if=/dev/zero of="$B" bs=1M count=64 status=none conv=fsync
-rcp --write-devices --checksum none "$addr:data/disk.img" "$B"; rc=$?
-check "--checksum none onto a device: refused (exit $rc), nothing written" \
+rcp --write-devices --digest none "$addr:data/disk.img" "$B"; rc=$?
+check "--digest none onto a device: refused (exit $rc), nothing written" \
   bash -c "[ $rc -ne 0 ] && cmp -s -n 67108864 /dev/zero '$B'"
 head -c 1000 /dev/urandom > "$exp/f2.bin"
 rcp --write-devices "$addr:data/f.bin" "$addr:data/f2.bin" "$B"; rc=$?
@@ -193,8 +193,8 @@ check "push into a writable device module: written in place, byte-identical (exi
 rcp "$out/pulled.img" "$addr:disks"; rc=$?
 check "push into a device module smaller than the file: refused (exit $rc), nothing written" \
   bash -c "[ $rc -ne 0 ] && [ \"\$(sha256sum < '$S')\" = '$sum_s' ]"
-rcp --checksum none "$work/small" "$addr:diskb"; rc=$?
-check "push with --checksum none into a device module: refused (exit $rc)" \
+rcp --digest none "$work/small" "$addr:diskb"; rc=$?
+check "push with --digest none into a device module: refused (exit $rc)" \
   bash -c "[ $rc -ne 0 ] && cmp -s '$A' '$B'"
 grep -q 'in place' "$dlog"
 check "the daemon logged that it writes the device in place" grep -q 'in place' "$dlog"

@@ -88,6 +88,21 @@ TEST_CASE("pull batches: another module, an export's root and a full OPEN start 
   CHECK(n == 40);
 }
 
+TEST_CASE("pull batches: HOST:MODULE without -r (a device module) expects the module's own name, alone") {
+  auto addrs = parse_all({"h:diska", "h:diska/x", "dest"});
+  auto b = pull_batches(addrs, "", false, false, 0, {});
+  REQUIRE(b.ok());
+  auto v = all(b.value());
+  REQUIRE(v.size() == 2);
+  CHECK(v[0].open.path == "diska");
+  CHECK(v[0].open.more.empty());
+  CHECK(v[0].expect.base == "diska");
+  CHECK_FALSE(v[0].expect.tree);
+  CHECK_FALSE(v[0].root_contents);
+  CHECK(v[1].open.path == "diska/x");
+  CHECK(v[1].expect.base == "x");
+}
+
 TEST_CASE("pull batches: --files-from sends the listed paths, relative, in batches of at most kMaxOpenPaths") {
   char path[] = "/tmp/rcp-batches-XXXXXX";
   int fd = ::mkstemp(path);
