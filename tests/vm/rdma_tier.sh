@@ -56,7 +56,7 @@ for b in "$@"; do
   bash "$here/../integration/repl_filter_suite.sh" --bin "$b/rcp" --transport rdma --addr "$addr" \
       --work "/tmp/rcp-rdma-filter-$(basename "$b")" 2>&1 | tee "$out"
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n1)
-  rm -f "$out"
+  rm -f "$out"; drop_work "/tmp/rcp-rdma-filter-$(basename "$b")"
   if [ -z "$line" ]; then
     echo "rdma_tier: repl_filter suite with $b did not finish"; total_fail=$((total_fail + 1))
   else
