@@ -509,7 +509,7 @@ int run(const Options& o, const CLI::App& app) {
     if (dest->device) {
       // In place, so nothing unverified may reach it: every chunk is checked before it is written.
       if (*algo == Checksum::none && r.secret.empty()) {
-        say("'{}' is a block device written in place: --checksum none is refused (every chunk is verified "
+        say("'{}' is a block device written in place: --digest none is refused (every chunk is verified "
             "before it is written)", o.args.back());
         return ec::kUsage;
       }
@@ -710,7 +710,7 @@ int main(int argc, char** argv) {
   app.add_flag("--copy-devices", o.copy_devices, "send a block device named as a source as a file of its size");
   app.add_flag("--write-devices", o.write_devices,
                "write a block device named as the destination in place (never replaced; refused when mounted, "
-               "smaller than the source, or with --checksum none)");
+               "smaller than the source, or with --digest none)");
   app.add_flag_callback(
       "--devices-as-files", [&o] { o.copy_devices = o.write_devices = true; },
       "both --copy-devices and --write-devices");
