@@ -319,7 +319,7 @@ void serve(Daemon& d, Transport& t) {
   Result<TransferStats> st = TransferStats{};
   const daemon::ModuleConfig& mc = adm->module->cfg;
   if (mc.is_device())
-    if (Status ok = daemon::check_device_path(mc, rel.value()); !ok.ok()) return refuse(ok.error());
+    if (Status ok = daemon::check_device_path(mc, rel.value(), *open); !ok.ok()) return refuse(ok.error());
   if (open->op == wire::Op::put) {
     auto dest = mc.is_device()
                     ? daemon::device_destination(mc, *open, open->checksum != Checksum::none || chunk_key.has_value())

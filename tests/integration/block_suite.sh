@@ -181,6 +181,10 @@ check "pull of a device module: the whole device, byte-identical (exit $rc)" \
 rcp "$addr:diska/x" "$out/x"; rc=$?
 check "a path below a device module: refused (exit $rc), saying the module is a device" \
   bash -c "[ $rc -ne 0 ] && [ ! -e '$out/x' ] && grep -q 'exports a block device' '$work/err'"
+printf 'x\n' > "$work/list"; mkdir -p "$out/ff"
+rcp --files-from "$work/list" "$addr:diska" "$out/ff/"; rc=$?
+check "a --files-from list against a device module: refused (exit $rc), saying the module is a device" \
+  bash -c "[ $rc -ne 0 ] && [ -z \"\$(ls -A '$out/ff')\" ] && grep -q 'exports a block device' '$work/err'"
 rcp "$work/small" "$addr:diskb/x"; rc=$?
 check "a push to a path below a device module: refused (exit $rc), saying the module is a device" \
   bash -c "[ $rc -ne 0 ] && grep -q 'exports a block device' '$work/err'"
