@@ -613,6 +613,7 @@ int run(const Options& o, const CLI::App& app) {
   g_report.files_total = total.files_ok + total.files_failed;
   g_report.files_transferred = total.files_ok - total.dirs_ok - total.files_skipped;
   g_report.files_skipped = total.files_skipped;
+  g_report.files_deleted = total.files_deleted;
   g_report.files_failed = total.files_failed;
   g_report.bytes_total = total.bytes;
   g_report.bytes_transferred = total.bytes_pulled;

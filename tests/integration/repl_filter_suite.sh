@@ -158,10 +158,22 @@ rcp -r -v --delete --exclude '*.bak' "$src/del" "$addr:data/delpush/"; rc=$?
 check "push --delete: extra file, dir tree and symlink gone; excluded and sibling kept (exit $rc)" \
   bash -c "[ $rc = 0 ] && [ '$(listing "$exp/delpush")' = '$want' ] && [ -e '$outside/precious' ]"
 check "  ... the count reported (6 entries)" grep -q "deleted 6 entries" "$work/err"
+# With repl-delta's quick check: a second --delete push sends nothing unchanged, and
+# --json counts what it deleted.
+echo x > "$exp/delpush/del/extra3"
+rcp -r --delete --exclude '*.bak' --json "$src/del" "$addr:data/delpush/" > "$work/json"; rc=$?
+check "  ... again with --json: unchanged files skipped, 1 deleted, in the report (exit $rc)" \
+  bash -c "[ $rc = 0 ] && [ ! -e '$exp/delpush/del/extra3' ] && grep -q '\"files_deleted\":1,' '$work/json' \
+           && grep -q '\"files_transferred\":0,' '$work/json' && grep -q '\"files_skipped\":2,' '$work/json'"
 mkdir -p "$out/delpull"; setup_dest "$out/delpull"; cp -r "$src/del" "$exp/del"
 rcp -r --delete-after --exclude '*.bak' "$addr:data/del" "$out/delpull/"; rc=$?
 check "pull --delete-after: the same, done by the client (exit $rc)" \
   bash -c "[ $rc = 0 ] && [ '$(listing "$out/delpull")' = '$want' ] && [ -e '$outside/precious' ]"
+echo x > "$out/delpull/del/extra3"
+rcp -r --delete-after --exclude '*.bak' --json "$addr:data/del" "$out/delpull/" > "$work/json"; rc=$?
+check "  ... again with --json: unchanged files skipped, 1 deleted, in the report (exit $rc)" \
+  bash -c "[ $rc = 0 ] && [ ! -e '$out/delpull/del/extra3' ] && grep -q '\"files_deleted\":1,' '$work/json' \
+           && grep -q '\"files_transferred\":0,' '$work/json' && grep -q '\"files_skipped\":2,' '$work/json'"
 mkdir -p "$out/nodel"; setup_dest "$out/nodel"
 rcp -r "$addr:data/del" "$out/nodel/"; rc=$?
 check "without --delete nothing is removed" test -e "$out/nodel/del/extra.txt" -a -e "$out/nodel/del/gone/deeper/f"
