@@ -27,7 +27,7 @@ Result<Destination> device_destination(const ModuleConfig& m, const wire::Open& 
   if (open.flags & wire::kOpenMulti)
     return make_error(ENOTDIR, fmt::format("module {} is a block device: it takes exactly one file", m.name));
   if (!verified)
-    return make_error(EINVAL, fmt::format("module {} is a block device written in place: checksum none is refused "
+    return make_error(EINVAL, fmt::format("module {} is a block device written in place: digest none is refused "
                                           "(every chunk is verified before it is written)", m.name));
   Destination d;
   d.shown = m.name;

@@ -12,11 +12,11 @@
 ///   them are pending handshakes: then the oldest pending one is evicted,
 ///   because a connection that has not finished its hello has shown nothing
 ///   and a legitimate client must not be locked out by idle sockets.
-/// - max_pending (16) handshakes in progress at once, counted on their own:
+/// - max_pending (64) handshakes in progress at once, counted on their own:
 ///   when full, a new connection evicts the oldest pending one (cancelled,
 ///   its thread ends within 100 ms). Each hello also has a whole-hello
 ///   deadline (ListenerConfig::tcp_hello_ms, 5 s), so a slow-loris peer
-///   holds a slot for at most 5 s, and only until 16 newer connections came.
+///   holds a slot for at most 5 s, and only until 64 newer connections came.
 ///   Worst case 64 sockets (+1 while an evicted one closes) and as many
 ///   threads, whatever peers do; an attacker who opens connections faster
 ///   than a legitimate hello completes (a few ms) can still evict it.
@@ -54,7 +54,10 @@ using RefusalHandler = std::function<void(Transport&, const std::string& why)>;
 struct ServerConfig {
   uint32_t max_connections = 64;
   uint32_t max_per_host = 8;  ///< 0: no per-address limit
-  uint32_t max_pending = 16;
+  /// 64, not fewer: legitimate bursts are that wide — two clients starting
+  /// --streams 16 copies at once open 32 connections, and 24 clients pulling
+  /// at once under ASan (hellos of tens of ms) had the oldest evicted at 16.
+  uint32_t max_pending = 64;
   /// Set (e.g. by a signal handler) to stop accepting; checked every 500 ms.
   const std::atomic<bool>* stop = nullptr;
   /// How long shutdown waits for running sessions.

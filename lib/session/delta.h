@@ -33,7 +33,7 @@ class ChunkReuse {
 };
 
 /// Whether a session's chunk digests can identify content (not with
-/// --checksum none on an unauthenticated session: they are empty).
+/// --digest none on an unauthenticated session: they are empty).
 bool can_reuse_chunks(const SessionOptions& opt);
 
 }  // namespace rcp

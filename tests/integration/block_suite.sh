@@ -199,7 +199,7 @@ check "push into a device module smaller than the file: refused (exit $rc), noth
   bash -c "[ $rc -ne 0 ] && [ \"\$(sha256sum < '$S')\" = '$sum_s' ]"
 rcp --digest none "$work/small" "$addr:diskb"; rc=$?
 check "push with --digest none into a device module: refused (exit $rc)" \
-  bash -c "[ $rc -ne 0 ] && cmp -s '$A' '$B'"
+  bash -c "[ $rc -ne 0 ] && cmp -s '$A' '$B' && grep -q 'digest none is refused' '$work/err'"
 grep -q 'in place' "$dlog"
 check "the daemon logged that it writes the device in place" grep -q 'in place' "$dlog"
 

@@ -35,7 +35,10 @@ check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; 
 # expect NAME CODE TEXT CMD...: CMD exits CODE and its stderr contains TEXT
 expect() {
   local name=$1 code=$2 text=$3; shift 3
-  "$@" > "$work/stdout" 2> "$work/err"; local rc=$?
+  # timeout: a command expected to fail must never hang the suite (a daemon that starts
+  # serving instead, say) until ctest's 300 s limit
+  local t=(); [ "$(type -t "$1")" = file ] && t=(timeout 20)
+  "${t[@]}" "$@" > "$work/stdout" 2> "$work/err"; local rc=$?
   if [ "$rc" = "$code" ] && { [ -z "$text" ] || grep -qF -- "$text" "$work/err"; }; then ok "$name"; else bad "$name" "rc=$rc (want $code), want text '$text'"; fi
 }
 dpids=()
@@ -207,7 +210,13 @@ expect "rcpd --listen ADDR:abc is refused (exit 2)" 2 "rcpd: " "$RCPD" --listen 
 check "  ... saying why" grep -q "port 'abc' is not a number" "$work/err"
 expect "rcpd --listen ADDR:99999 is refused" 2 "99999" "$RCPD" --listen 127.0.0.1:99999 --export a="$exp"
 expect "rcpd with a duplicate --export is refused" 2 "already exported" "$RCPD" --export a="$exp" --export a="$src"
-expect "rcpd without --export says what is missing" 2 "--export" "$RCPD"
+# Only where no rcpd.conf is installed: with one, rcpd serves it (the packaging test installs
+# and purges one; a run killed in between leaves it behind).
+if [ -e /etc/rcpd.conf ]; then
+  echo "SKIP (LOUD): 'rcpd without --export' not checked: /etc/rcpd.conf exists on this host, so rcpd serves it"
+else
+  expect "rcpd without --export says what is missing" 2 "--export" "$RCPD"
+fi
 expect "rcpd's CLI11 errors carry the rcpd: prefix" 2 "rcpd: " "$RCPD" --bogus --export a="$exp"
 expect "rcpd --max-connections 0 is refused" 2 "out of range" "$RCPD" --max-connections 0 --export a="$exp"
 

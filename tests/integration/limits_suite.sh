@@ -96,7 +96,7 @@ check "300 idle connections: a legitimate copy within 2 s" legit idle
 wait $ipid
 log "$(tr '\n' ' ' < "$work/idle.out")"
 held=$(grep -o '[0-9]* still open' "$work/idle.out" | awk '{print $1}')
-check "  ... of which the daemon held at most its 16 pending handshakes (held ${held:-?})" test "${held:-999}" -le 16
+check "  ... of which the daemon held at most its 64 pending handshakes (held ${held:-?})" test "${held:-999}" -le 64
 n=$(lines_since "$l0")
 check "  ... and the daemon logged $n lines for them (at most one per address and reason: < 100)" test "$n" -lt 100
 settled "300 idle connections"
