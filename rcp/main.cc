@@ -25,9 +25,12 @@
 #include "cli/client_config.h"
 #include "cli/exit_codes.h"
 #include "cli/module_list.h"
+#include "cli/pull_batches.h"
 #include "cli/progress.h"
 #include "cli/report.h"
+#include "fs/filter.h"
 #include "fs/path.h"
+#include "fs/path_list.h"
 #include "hash/digest.h"
 #include "session/authenticate.h"
 #include "session/config.h"
@@ -68,6 +71,11 @@ struct Options {
   std::string password_file;
   UpdateRules rules;  // -c, --ignore-existing, --existing, -u, --whole-file
   bool json = false, stats = false;
+  // --exclude/--include/--exclude-from/--include-from, in command-line order (filters())
+  std::vector<std::string> excludes, includes, exclude_from, include_from;
+  std::string files_from;
+  bool from0 = false;
+  bool del = false, del_after = false;
 };
 
 /// What --json / --stats print at the end; fail() adds its error line.
@@ -134,12 +142,78 @@ void print_version() {
 
 bool has_glob(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
 
-/// Every local source must exist before anything connects (a typo costs no
-/// connection and no partial copy). Skipped entries of trees are warnings.
-Result<std::vector<SourceOpener>> push_sources(const std::vector<std::string>& srcs, const Options& o, bool& tree,
-                                               uint64_t& total_bytes, uint64_t& total_files) {
-  std::vector<SourceOpener> files;
-  tree = false;
+/// The filter rules in the order the command line gave them (the first
+/// match wins, so `--include '*/' --include '*.c' --exclude '*'` means what
+/// it says); none: nullptr.
+Result<std::shared_ptr<const FilterList>> filters(const CLI::App& app, const Options& o) {
+  FilterList f;
+  size_t ex = 0, in = 0, exf = 0, inf = 0;
+  for (const CLI::Option* opt : app.parse_order()) {
+    const std::string n = opt->get_name();
+    if (n == "--exclude" && ex < o.excludes.size()) RCP_TRY(f.add(o.excludes[ex++], false));
+    if (n == "--include" && in < o.includes.size()) RCP_TRY(f.add(o.includes[in++], true));
+    if (n == "--exclude-from" && exf < o.exclude_from.size()) RCP_TRY(f.add_from_file(o.exclude_from[exf++], false, o.from0));
+    if (n == "--include-from" && inf < o.include_from.size()) RCP_TRY(f.add_from_file(o.include_from[inf++], true, o.from0));
+  }
+  if (f.empty()) return std::shared_ptr<const FilterList>{};
+  return std::make_shared<const FilterList>(std::move(f));
+}
+
+/// What a push sends. Every local source must exist before anything
+/// connects (a typo costs no connection and no partial copy); each is then
+/// walked only when its turn comes (fs/sources.h: memory stays flat). With
+/// --files-from the one source is the directory the listed paths are
+/// relative to, and they arrive under those paths. Skipped entries of trees
+/// are warnings.
+Result<SourceStream> push_sources(const std::vector<std::string>& srcs, const Options& o,
+                                  std::shared_ptr<const FilterList> filter, bool& tree, bool& contents,
+                                  uint64_t& total_bytes, uint64_t& total_files) {
+  tree = contents = false;
+  ExpandOptions eo;
+  eo.recursive = o.recursive;
+  eo.devices = o.copy_devices;
+  eo.filter = std::move(filter);
+  if (!o.quiet)
+    eo.on_skip = [](const std::string& e) {
+      say("warning: skipping '{}': not a regular file or directory (symlinks are not followed)", e);
+    };
+  if (!o.files_from.empty()) {
+    if (srcs.size() != 1)
+      return make_error(EINVAL, "--files-from takes one source: the directory the listed paths are relative to");
+    struct stat st {};
+    if (::stat(srcs[0].c_str(), &st) != 0) return sys_error("'" + srcs[0] + "'");
+    if (!S_ISDIR(st.st_mode)) return make_error(ENOTDIR, "'" + srcs[0] + "' is not a directory (--files-from)");
+    RCP_ASSIGN(PathList list, PathList::open(o.files_from, o.from0));
+    tree = true;
+    eo.dir_alone = true;
+    struct State {
+      PathList list;
+      SourceStream cur;
+      bool done = false;
+    };
+    auto st2 = std::make_shared<State>(State{std::move(list), {}, false});
+    const std::string base = srcs[0];
+    return SourceStream([st2, base, eo]() -> std::optional<SourceOpener> {
+      for (;;) {
+        if (st2->cur) {
+          if (auto e = st2->cur()) return e;
+          st2->cur = nullptr;
+        }
+        if (st2->done) return std::nullopt;
+        auto line = st2->list.next();
+        if (!line.ok()) {
+          st2->done = true;
+          return failed_entry(line.error());
+        }
+        if (!line->has_value()) return std::nullopt;
+        ExpandOptions one = eo;
+        one.name = **line;
+        auto set = expand_source(AT_FDCWD, base + "/" + **line, **line, one);
+        st2->cur = set.ok() ? std::move(set->files) : stream_of({failed_entry(set.error())});
+      }
+    });
+  }
+  std::vector<std::function<SourceStream()>> parts;
   for (const auto& s : srcs) {
     struct stat st {};
     if (::stat(s.c_str(), &st) != 0) return sys_error("'" + s + "'");
@@ -147,13 +221,18 @@ Result<std::vector<SourceOpener>> push_sources(const std::vector<std::string>& s
       total_bytes += static_cast<uint64_t>(st.st_size);
       ++total_files;
     }
-    RCP_ASSIGN(SourceSet set, expand_source(AT_FDCWD, s, s, false, o.recursive, o.copy_devices));
-    tree = tree || set.tree;
-    if (!o.quiet)
-      for (auto& k : set.skipped) say("warning: skipping '{}/{}': not a regular file or directory (symlinks are not followed)", s, k);
-    for (auto& f : set.files) files.push_back(std::move(f));
+    if (S_ISDIR(st.st_mode)) {
+      if (!o.recursive) return make_error(EISDIR, "'" + s + "' is a directory (use -r)");
+      tree = true;
+      const std::string b = base_name(s);
+      contents = contents || b == "." || b == "/";
+    }
+    parts.push_back([s, eo]() -> SourceStream {
+      auto set = expand_source(AT_FDCWD, s, s, eo);
+      return set.ok() ? std::move(set->files) : stream_of({failed_entry(set.error())});
+    });
   }
-  return files;
+  return chain(std::move(parts));
 }
 
 /// The user's settings, as lib/session/config.h takes them.
@@ -234,8 +313,9 @@ struct Run {
   }
 
   /// Sends OPEN and reads the daemon's answer: OPEN_OK, MODULE_LIST or ERROR.
-  Result<wire::Message> open(Channel& ch, wire::Op op, uint16_t flags, const std::string& path, int timeout_ms) {
-    RCP_TRY(ch.send(wire::Open{op, algo, flags, path}));
+  Result<wire::Message> open(Channel& ch, wire::Open msg, int timeout_ms) {
+    msg.checksum = algo;
+    RCP_TRY(ch.send(msg));
     auto m = ch.receive(timeout_ms, &g_cancel);
     if (!m.ok()) {
       // The daemon's refusal comes back as "PEER: why"; the message already
@@ -253,7 +333,7 @@ int list_modules(Run& r, const cli::Address& a) {
   auto t = r.open_session();
   if (!t.ok()) return fail(t.error(), cli::Phase::connect, cli::to_string(a));
   Channel ch(*t.value());
-  auto m = r.open(ch, wire::Op::list, 0, "", 10000);
+  auto m = r.open(ch, wire::Open{wire::Op::list, r.algo, 0, ""}, 10000);
   if (!m.ok()) {
     if (m.error().code == EPROTO) return fail(make_error(EPROTONOSUPPORT, "the daemon does not list its modules (an older rcpd?)"), cli::Phase::session, cli::to_string(a));
     return fail(m.error(), cli::Phase::session, cli::to_string(a));
@@ -397,18 +477,31 @@ int run(const Options& o, const CLI::App& app) {
     };
 
   // Everything local is checked before anything connects.
-  bool tree = false;
+  auto filter = filters(app, eff);
+  if (!filter.ok()) return fail(filter.error(), cli::Phase::local, "", ec::kUsage);
+  if (o.del_after) eff.del = true;
+  if (eff.del && !o.recursive && o.files_from.empty()) {
+    say("--delete needs -r (it prunes the directories a recursive copy sends)");
+    return ec::kUsage;
+  }
+  std::vector<std::string> rules = filter.value() ? filter.value()->wire() : std::vector<std::string>{};
+  uint16_t del_flags = (eff.del ? wire::kOpenDelete : 0) | (o.del_after ? wire::kOpenDeleteAfter : 0);
+  bool tree = false, contents = false;
   uint64_t total_bytes = 0, total_files = 0;
-  std::vector<SourceOpener> files;
+  SourceStream files;
   std::optional<Destination> dest;
   std::vector<std::string> srcs(o.args.begin(), o.args.end() - 1);
   if (push) {
-    auto f = push_sources(srcs, eff, tree, total_bytes, total_files);
+    auto f = push_sources(srcs, eff, filter.value(), tree, contents, total_bytes, total_files);
     if (!f.ok()) return fail(f.error(), cli::Phase::local);
     files = std::move(f.value());
     if (!tree) progress.set_totals(total_bytes, total_files);
   } else if (!listing) {
-    bool multi = srcs.size() > 1 || o.recursive;
+    if (!o.files_from.empty() && srcs.size() != 1) {
+      say("--files-from takes one source: the directory the listed paths are relative to");
+      return ec::kUsage;
+    }
+    bool multi = srcs.size() > 1 || o.recursive || !o.files_from.empty();
     for (size_t i = 0; i + 1 < addrs.size(); ++i) multi = multi || has_glob(addrs[i].path);
     auto dd = resolve_destination_local(o.args.back(), multi, LocalDeviceOptions{o.write_devices, o.force});
     if (!dd.ok()) return fail(dd.error(), cli::Phase::local);
@@ -435,7 +528,13 @@ int run(const Options& o, const CLI::App& app) {
   if (push) {
     // A tree needs a directory to land in, as several files do.
     const uint16_t flags = (srcs.size() > 1 || tree ? wire::kOpenMulti : 0) | (o.fsync ? wire::kOpenFsync : 0) |
-                           open_flags(o.rules);
+                           open_flags(o.rules) | del_flags | (eff.del && contents ? wire::kOpenDeleteRoot : 0);
+    wire::Open msg{wire::Op::put, *algo, flags, dst.module_path(), {}, rules};
+    if (wire::open_size(msg) > wire::kOpenBudget) {
+      say("the filter rules take {} bytes, more than one OPEN holds ({}): use fewer or shorter rules",
+          wire::open_size(msg), wire::kOpenBudget);
+      return ec::kUsage;
+    }
     auto t = r.open_session();
     if (!t.ok()) return fail(t.error(), cli::Phase::connect);
     Channel ch(*t.value());
@@ -444,30 +543,35 @@ int run(const Options& o, const CLI::App& app) {
     auto key = r.authenticate(ch, dst);
     if (!key.ok()) return fail(key.error(), cli::Phase::session, cli::to_string(dst));
     so.chunk_key = key.value();
-    auto ok = r.open(ch, wire::Op::put, flags, dst.module_path(), so.idle_timeout_ms);
+    auto ok = r.open(ch, msg, so.idle_timeout_ms);
     if (!ok.ok()) return fail(ok.error(), cli::Phase::session, cli::to_string(dst), open_code(ok.error()));
     auto st = run_source(ch, std::move(files), so);
     if (!st.ok()) return fail(st.error(), cli::Phase::session);
     total = std::move(st.value());
   } else {
-    const uint16_t flags = (o.fsync ? wire::kOpenFsync : 0) | (o.recursive ? wire::kOpenRecursive : 0);
-    for (size_t i = 0; i + 1 < addrs.size(); ++i) {
-      const cli::Address& a = addrs[i];
+    const uint16_t flags = (o.fsync ? wire::kOpenFsync : 0) | (o.recursive ? wire::kOpenRecursive : 0) | del_flags | open_flags(o.rules);
+    auto batches = cli::pull_batches(addrs, o.files_from, o.from0, o.recursive, flags, rules);
+    if (!batches.ok()) return fail(batches.error(), cli::Phase::local, "", ec::kUsage);
+    for (;;) {
+      auto b = batches.value().next();
+      if (!b.ok()) return fail(b.error(), cli::Phase::local, "", ec::kFileSelection);
+      if (!b->has_value()) break;
+      cli::PullBatch& batch = **b;
+      const cli::Address& a = *batch.addr;
       auto t = r.open_session();
       if (!t.ok()) return fail(t.error(), cli::Phase::connect);
       Channel ch(*t.value());
       SessionOptions so = session_options(r.set, Role::sink, t.value()->negotiated());
       so.on_progress = r.on_progress;
-      // Only what was asked for may arrive: the requested path's own name,
-      // and with -r the names below it (the daemon cleans the path the same way).
-      auto rest = clean_relative(split_module(a.module_path()).second);
-      // (HOST:MODULE alone without -r: a device module, which sends its own name.)
-      dest->expect = ExpectedNames{rest.ok() && !rest->empty() ? base_name(rest.value()) : o.recursive ? "" : a.module,
-                                   o.recursive};
+      // Only what was asked for may arrive: each requested path's own name
+      // (with --files-from the listed paths), and with -r the names below.
+      dest->expect = batch.expect;
+      if (eff.del && dest->is_dir)
+        dest->prune = PruneOptions{o.del_after, batch.root_contents, filter.value()};
       auto key = r.authenticate(ch, a);
       if (!key.ok()) return fail(key.error(), cli::Phase::session, cli::to_string(a));
       so.chunk_key = key.value();
-      auto ok = r.open(ch, wire::Op::get, flags, a.module_path(), so.idle_timeout_ms);
+      auto ok = r.open(ch, batch.open, so.idle_timeout_ms);
       if (!ok.ok()) {
         // One source the daemon refused: the others still go (as scp does).
         if (g_cancel) return fail(ok.error(), cli::Phase::session);
@@ -487,6 +591,7 @@ int run(const Options& o, const CLI::App& app) {
       total.files_skipped += st->files_skipped;
       total.bytes_pulled += st->bytes_pulled;
       total.bytes_matched += st->bytes_matched;
+      total.files_deleted += st->files_deleted;
       base_bytes += st->bytes;
       base_files += st->files_ok + st->files_failed;
       for (auto& e : st->errors) total.note_error(e);
@@ -495,6 +600,8 @@ int run(const Options& o, const CLI::App& app) {
   }
   progress.finish();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (o.verbose > 0 && !o.quiet && total.files_deleted > 0)
+    say("deleted {} entr{} at the destination", total.files_deleted, total.files_deleted == 1 ? "y" : "ies");
   if (o.verbose > 0 && !o.quiet) {
     const uint32_t nfiles = total.files_ok - total.dirs_ok;
     std::string dirs = total.dirs_ok ? fmt::format(" and {} director{}", total.dirs_ok, total.dirs_ok == 1 ? "y" : "ies") : "";
@@ -506,6 +613,7 @@ int run(const Options& o, const CLI::App& app) {
   g_report.files_total = total.files_ok + total.files_failed;
   g_report.files_transferred = total.files_ok - total.dirs_ok - total.files_skipped;
   g_report.files_skipped = total.files_skipped;
+  g_report.files_deleted = total.files_deleted;
   g_report.files_failed = total.files_failed;
   g_report.bytes_total = total.bytes;
   g_report.bytes_transferred = total.bytes_pulled;
@@ -612,6 +720,24 @@ int main(int argc, char** argv) {
                "O_DIRECT reads and writes of the local files' data (buffered where the file system refuses it; "
                "-v says so)");
   app.add_flag("--fsync", o.fsync, "fsync each file before renaming it into place");
+  app.add_option("--exclude", o.excludes, "leave out entries matching PATTERN (rsync's rules; repeatable)")
+      ->type_name("PATTERN")
+      ->allow_extra_args(false);
+  app.add_option("--include", o.includes, "keep entries matching PATTERN: the first matching rule wins")
+      ->type_name("PATTERN")
+      ->allow_extra_args(false);
+  app.add_option("--exclude-from", o.exclude_from, "read exclude patterns from FILE, one per line ('-': stdin)")
+      ->type_name("FILE")
+      ->allow_extra_args(false);
+  app.add_option("--include-from", o.include_from, "read include patterns from FILE, one per line ('-': stdin)")
+      ->type_name("FILE")
+      ->allow_extra_args(false);
+  app.add_option("--files-from", o.files_from,
+                 "send the paths listed in FILE, relative to the one source directory ('-': stdin)")
+      ->type_name("FILE");
+  app.add_flag("-0,--from0", o.from0, "the lists in --files-from and --exclude-from are NUL-separated");
+  app.add_flag("--delete", o.del, "with -r: remove entries the source does not have from the directories copied");
+  app.add_flag("--delete-after", o.del_after, "as --delete, but only once every file has arrived");
   app.add_option("--password-file", o.password_file,
                  "authenticate as USER (from USER@HOST:...) with the secret on the first line of FILE "
                  "(else $RCP_PASSWORD); the daemon must prove it knows it too")

@@ -28,6 +28,7 @@
 #include "daemon/glob.h"
 #include "daemon/listeners.h"
 #include "daemon/server.h"
+#include "fs/filter.h"
 #include "fs/path.h"
 #include "session/config.h"
 #include "session/session.h"
@@ -131,27 +132,79 @@ Status drop_privileges(const daemon::DaemonConfig& c) {
   return {};
 }
 
-/// What a get sends: one file, or with kOpenRecursive a directory and
-/// everything below it — every path opened beneath the export, symlinks
-/// never followed.
-/// A wildcard in the last component (`data/logs/*.gz`) is expanded here,
-/// inside the export (daemon/glob.h), each match sent as if named.
-Result<std::vector<SourceOpener>> get_sources(int root, const std::string& rel, const std::string& shown,
-                                              bool recursive) {
-  std::vector<std::string> paths{rel};
-  if (rel.find_first_of("*?[") != std::string::npos) {
-    RCP_ASSIGN(paths, expand_wildcard(root, rel, shown));
+static_assert(wire::kMaxOpenRules == kMaxFilterRules && wire::kMaxOpenRuleLen == kMaxFilterRuleLen,
+              "the wire's bounds on filter rules are the filter's own");
+
+/// One path of a get, as it is sent: a file, or with -r a directory and
+/// everything below it, every path opened beneath the export, symlinks never
+/// followed. A wildcard in the last component (`data/logs/*.gz`) is expanded
+/// here, inside the export (daemon/glob.h), each match sent as if named.
+Result<SourceStream> expand_get(int root, const std::string& p, const std::string& mod, const ExpandOptions& eo) {
+  auto shown = [&](const std::string& q) { return q.empty() ? mod : mod + "/" + q; };
+  std::vector<std::string> paths{p};
+  if (p.find_first_of("*?[") != std::string::npos) {
+    RCP_ASSIGN(paths, expand_wildcard(root, p, shown(p)));
   }
-  const std::string module = shown.substr(0, shown.size() - rel.size());
-  std::vector<SourceOpener> files;
-  for (auto& p : paths) {
-    RCP_ASSIGN(SourceSet set, expand_source(root, p, module + p, true, recursive));
-    for (auto& f : set.files) files.push_back(std::move(f));
-    // Told to the client too (FILE_SKIPPED, after the files), not only logged here.
-    for (auto& k : set.skipped)
-      files.push_back(skipped_entry(fmt::format("skipping '{}/{}': not a regular file or directory", module + p, k)));
+  if (paths.size() == 1) {
+    RCP_ASSIGN(SourceSet set, expand_source(root, paths[0], shown(paths[0]), eo));
+    return set.files;
   }
-  return files;
+  std::vector<std::function<SourceStream()>> parts;
+  for (auto& q : paths)
+    parts.push_back([root, q, s = shown(q), eo]() -> SourceStream {
+      auto set = expand_source(root, q, s, eo);
+      return set.ok() ? std::move(set->files) : stream_of({failed_entry(set.error())});
+    });
+  return chain(std::move(parts));
+}
+
+/// What a get sends: OPEN's path, then each of its further paths (relative
+/// to the same module, cleaned and confined like it), one after the other —
+/// each expanded only when the one before is sent. With kOpenRelative
+/// (--files-from) the further paths lie below OPEN's path and arrive under
+/// their own relative names; a directory without -r is sent alone. A lone
+/// path that cannot be sent refuses the OPEN; among several, it fails as a
+/// file (FILE_SKIPPED, exit 23 as rsync's) and the others still go. OPEN's filter
+/// rules are applied to every name sent.
+Result<SourceStream> get_sources(int root, const std::string& rel, const wire::Open& open) {
+  const std::string mod = split_module(open.path).first;
+  ExpandOptions eo;
+  eo.beneath = true;
+  eo.recursive = open.flags & wire::kOpenRecursive;
+  if (!open.filters.empty()) {
+    RCP_ASSIGN(FilterList fl, FilterList::from_wire(open.filters));
+    eo.filter = std::make_shared<const FilterList>(std::move(fl));
+  }
+  std::vector<std::string> more;
+  for (const auto& m : open.more) {
+    auto c = clean_relative(m);
+    if (!c.ok()) return make_error(EINVAL, "refused path '" + m + "': " + c.error().context);
+    if (c->empty()) return make_error(EINVAL, "refused an empty path in the list");
+    more.push_back(std::move(c.value()));
+  }
+  std::vector<std::function<SourceStream()>> parts;
+  if (open.flags & wire::kOpenRelative) {
+    if (more.empty()) return make_error(EINVAL, "a --files-from OPEN without paths");
+    eo.dir_alone = true;
+    for (auto& m : more) {
+      ExpandOptions one = eo;
+      one.name = m;
+      const std::string p = rel.empty() ? m : rel + "/" + m;
+      parts.push_back([root, p, mod, one]() -> SourceStream {
+        auto set = expand_source(root, p, mod + "/" + p, one);
+        return set.ok() ? std::move(set->files) : stream_of({failed_entry(set.error())});
+      });
+    }
+    return chain(std::move(parts));
+  }
+  if (more.empty()) return expand_get(root, rel, mod, eo);
+  more.insert(more.begin(), rel);
+  for (auto& m : more)
+    parts.push_back([root, m, mod, eo]() -> SourceStream {
+      auto s = expand_get(root, m, mod, eo);
+      return s.ok() ? std::move(s.value()) : stream_of({failed_entry(s.error())});
+    });
+  return chain(std::move(parts));
 }
 
 /// The answer to `rcp HOST:`: the modules this peer may see (listed, and its
@@ -266,18 +319,31 @@ void serve(Daemon& d, Transport& t) {
   Result<TransferStats> st = TransferStats{};
   const daemon::ModuleConfig& mc = adm->module->cfg;
   if (mc.is_device())
-    if (Status ok = daemon::check_device_path(mc, rel.value()); !ok.ok()) return refuse(ok.error());
+    if (Status ok = daemon::check_device_path(mc, rel.value(), *open); !ok.ok()) return refuse(ok.error());
   if (open->op == wire::Op::put) {
     auto dest = mc.is_device()
                     ? daemon::device_destination(mc, *open, open->checksum != Checksum::none || chunk_key.has_value())
                     : resolve_destination_beneath(root, rel.value(), open->flags & wire::kOpenMulti, shown);
     if (!dest.ok()) return refuse(dest.error());
+    // --delete: this side prunes (a read-only module never gets here: admit()
+    // refuses its puts). The client's filter rules protect what they exclude.
+    if (open->flags & wire::kOpenDelete) {
+      PruneOptions po;
+      po.after = open->flags & wire::kOpenDeleteAfter;
+      po.root = open->flags & wire::kOpenDeleteRoot;
+      if (!open->filters.empty()) {
+        auto fl = FilterList::from_wire(open->filters);
+        if (!fl.ok()) return refuse(fl.error());
+        po.filter = std::make_shared<const FilterList>(std::move(fl.value()));
+      }
+      dest->prune = std::move(po);
+    }
     if (dest->device) log_info("{}: {}", t.peer(), in_place_warning(mc.device));
     if (auto s = ch.send(wire::OpenOk{static_cast<uint8_t>(dest->is_dir)}); !s.ok()) return refuse(s.error());
     st = run_sink(ch, dest.value(), opts(Role::sink));
   } else {
-    auto files = mc.is_device() ? Result<std::vector<SourceOpener>>(daemon::device_sources(mc))
-                                : get_sources(root, rel.value(), shown, open->flags & wire::kOpenRecursive);
+    auto files = mc.is_device() ? decltype(get_sources(root, rel.value(), *open))(stream_of(daemon::device_sources(mc)))
+                                : get_sources(root, rel.value(), *open);
     if (!files.ok()) return refuse(files.error());
     if (auto s = ch.send(wire::OpenOk{0}); !s.ok()) return refuse(s.error());
     st = run_source(ch, std::move(files.value()), opts(Role::source));
@@ -289,9 +355,10 @@ void serve(Daemon& d, Transport& t) {
     return;
   }
   for (auto& e : st->errors) log_error("{}: {}", t.peer(), e);
-  log_info("{} {} {} over {}{}{}: {} file(s) ok, {} failed, {} bytes in {:.3f} s", t.peer(),
+  log_info("{} {} {} over {}{}{}: {} file(s) ok, {} failed, {} bytes in {:.3f} s{}", t.peer(),
            open->op == wire::Op::put ? "put" : "get", shown, t.name(), adm->keys ? " (authenticated)" : "",
-           t.encrypted() ? " (encrypted)" : "", st->files_ok, st->files_failed, st->bytes, secs);
+           t.encrypted() ? " (encrypted)" : "", st->files_ok, st->files_failed, st->bytes, secs,
+           st->files_deleted ? fmt::format(", {} deleted", st->files_deleted) : std::string());
 }
 
 /// Writes our pid to `path`, replacing a stale file but never following a

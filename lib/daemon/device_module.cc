@@ -6,8 +6,8 @@
 
 namespace rcp::daemon {
 
-Status check_device_path(const ModuleConfig& m, const std::string& rel) {
-  if (!rel.empty())
+Status check_device_path(const ModuleConfig& m, const std::string& rel, const wire::Open& open) {
+  if (!rel.empty() || !open.more.empty() || (open.flags & wire::kOpenRelative))
     return make_error(ENOENT, fmt::format("module {} exports a block device: name the module alone ({}), no path below it",
                                           m.name, m.name));
   return {};

@@ -20,8 +20,9 @@
 
 namespace rcp::daemon {
 
-/// Refuses any path below a device module (ENOENT).
-Status check_device_path(const ModuleConfig& m, const std::string& rel);
+/// Refuses any path below a device module (ENOENT), and more paths or a
+/// --files-from list in the same OPEN (the device is the one file it has).
+Status check_device_path(const ModuleConfig& m, const std::string& rel, const wire::Open& open);
 
 /// What a pull from the device module sends.
 std::vector<SourceOpener> device_sources(const ModuleConfig& m);

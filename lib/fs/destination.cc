@@ -91,13 +91,32 @@ namespace {
 /// A requested name with wildcards (a remote glob the daemon expands inside
 /// the module) admits every name its pattern matches, with the daemon's
 /// flags (FNM_PERIOD: a leading dot is never matched by a wildcard).
-bool expected(const ExpectedNames& x, const std::string& name, bool is_dir) {
+bool expected_one(const std::string& base, bool tree, const std::string& name, bool is_dir) {
   const size_t slash = name.find('/');
   const std::string top = name.substr(0, slash);
-  const bool glob = x.base.find_first_of("*?[") != std::string::npos;
-  const bool top_ok = glob ? ::fnmatch(x.base.c_str(), top.c_str(), FNM_PERIOD) == 0 : top == x.base;
-  if (!x.tree) return !is_dir && slash == std::string::npos && top_ok;
-  return x.base.empty() || (top_ok && (slash == std::string::npos || slash + 1 < name.size()));
+  const bool glob = base.find_first_of("*?[") != std::string::npos;
+  const bool top_ok = glob ? ::fnmatch(base.c_str(), top.c_str(), FNM_PERIOD) == 0 : top == base;
+  if (!tree) return !is_dir && slash == std::string::npos && top_ok;
+  return base.empty() || (top_ok && (slash == std::string::npos || slash + 1 < name.size()));
+}
+
+/// --files-from: the listed path itself, or (with -r) a name below it.
+bool expected_relative(const std::string& path, bool tree, const std::string& name) {
+  if (name == path) return true;
+  return tree && name.size() > path.size() + 1 && name.compare(0, path.size(), path) == 0 && name[path.size()] == '/';
+}
+
+bool expected(const ExpectedNames& x, const std::string& name, bool is_dir) {
+  if (x.relative) {
+    if (expected_relative(x.base, x.tree, name)) return true;
+    for (const auto& m : x.more)
+      if (expected_relative(m, x.tree, name)) return true;
+    return false;
+  }
+  if (expected_one(x.base, x.tree, name, is_dir)) return true;
+  for (const auto& m : x.more)
+    if (expected_one(m, x.tree, name, is_dir)) return true;
+  return false;
 }
 
 }  // namespace
@@ -111,8 +130,10 @@ PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigne
   e.mode = mode & 0777;
   if (dest_.expect && !expected(*dest_.expect, name, is_dir)) {
     e.shown = dest_.shown;
-    e.error = fmt::format("refused {} '{}' from {}: not what was asked for ('{}'{})", is_dir ? "directory" : "file",
-                          name, peer, dest_.expect->base, dest_.expect->tree ? " or below it" : "");
+    e.error = fmt::format("refused {} '{}' from {}: not what was asked for ('{}'{}{})", is_dir ? "directory" : "file",
+                          name, peer, dest_.expect->base,
+                          dest_.expect->more.empty() ? "" : fmt::format(" and {} more", dest_.expect->more.size()),
+                          dest_.expect->tree ? " or below" : "");
     ++seen_;
     return e;
   }

@@ -13,8 +13,10 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "fs/blockdev.h"
+#include "fs/prune.h"
 #include "fs/tempfile.h"
 #include "fs/update_rule.h"
 #include "util/fd.h"
@@ -26,6 +28,11 @@ namespace rcp {
 struct ExpectedNames {
   std::string base;   ///< the requested path's last component; "" for an export's root (with tree)
   bool tree = false;  ///< -r: base itself and names below it ("base/..."); else exactly base, a file
+  /// Further sources of the same session (one OPEN, many paths), as base.
+  std::vector<std::string> more;
+  /// --files-from: base and more are paths that arrive as themselves
+  /// ("a/b/c"), each a file or a directory (with tree: and names below it).
+  bool relative = false;
 };
 
 /// Where a sink writes one incoming file: a directory and, unless the
@@ -43,6 +50,9 @@ struct Destination {
   /// --write-devices, or a daemon's device module); it takes exactly one
   /// file, no larger than the device.
   std::shared_ptr<DeviceTarget> device;
+  /// --delete (a directory destination only): what the source does not
+  /// send is removed from the directories it sends (fs/prune.h).
+  std::optional<PruneOptions> prune;
 };
 
 /// What may stand where a file is about to land, with a rename over it:

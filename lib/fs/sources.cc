@@ -2,10 +2,12 @@
 
 #include "fs/filetime.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fmt/core.h>
 
 #include "fs/blockdev.h"
@@ -89,71 +91,230 @@ SourceOpener skipped_entry(std::string note) {
   };
 }
 
-Result<std::vector<SourceOpener>> tree_sources(std::shared_ptr<Fd> dir, const std::string& base, unsigned mode,
-                                               const std::string& shown, std::vector<std::string>& skipped) {
-  RCP_ASSIGN(auto entries, walk_tree(dir->get(), skipped));
-  auto dir_entry = [](std::string name, std::string eshown, unsigned m) -> SourceOpener {
-    return [name, eshown, m]() -> Result<SourceFile> {
-      SourceFile f;
-      f.is_dir = true;
-      f.mode = m & 0777;
-      f.name = name;
-      f.shown = eshown;
-      return f;
-    };
-  };
-  std::vector<SourceOpener> files;
-  if (!base.empty()) files.push_back(dir_entry(base, shown, mode));
-  for (auto& e : entries) {
-    std::string name = base.empty() ? e.rel : base + "/" + e.rel, eshown = shown + "/" + e.rel;
-    if (e.is_dir) {
-      files.push_back(dir_entry(std::move(name), std::move(eshown), e.mode));
-    } else {
-      files.push_back([dir, rel = e.rel, name, eshown]() -> Result<SourceFile> {
-        RCP_ASSIGN(SourceFile f, open_source_file(dir->get(), rel, eshown, true));
-        f.name = name;
-        return f;
-      });
-    }
-  }
-  return files;
+SourceOpener failed_entry(Error e) {
+  return [e = std::move(e)]() -> Result<SourceFile> { return e; };
 }
+
+SourceStream stream_of(std::vector<SourceOpener> files) {
+  auto v = std::make_shared<std::vector<SourceOpener>>(std::move(files));
+  auto i = std::make_shared<size_t>(0);
+  return [v, i]() -> std::optional<SourceOpener> {
+    if (*i == v->size()) return std::nullopt;
+    return std::move((*v)[(*i)++]);
+  };
+}
+
+SourceStream chain(std::vector<std::function<SourceStream()>> parts) {
+  struct State {
+    std::vector<std::function<SourceStream()>> parts;
+    size_t next = 0;
+    SourceStream cur;
+  };
+  auto st = std::make_shared<State>(State{std::move(parts), 0, {}});
+  return [st]() -> std::optional<SourceOpener> {
+    for (;;) {
+      if (st->cur) {
+        if (auto e = st->cur()) return e;
+        st->cur = nullptr;
+      }
+      if (st->next == st->parts.size()) return std::nullopt;
+      st->cur = std::move(st->parts[st->next])();
+      st->parts[st->next++] = nullptr;  // what it captured goes now
+    }
+  };
+}
+
+std::vector<SourceOpener> drain(SourceStream& s) {
+  std::vector<SourceOpener> out;
+  while (auto e = s()) out.push_back(std::move(*e));
+  return out;
+}
+
+namespace {
+
+SourceOpener dir_entry(std::string name, std::string shown, unsigned mode) {
+  return [name = std::move(name), shown = std::move(shown), mode]() -> Result<SourceFile> {
+    SourceFile f;
+    f.is_dir = true;
+    f.mode = mode & 0777;
+    f.name = name;
+    f.shown = shown;
+    return f;
+  };
+}
+
+/// The walk of one tree, depth first, names sorted, parents before their
+/// contents (a sink can tell when a directory is complete: --delete). It
+/// holds one open directory and its sorted names per level, nothing per
+/// file already sent.
+class TreeWalk {
+ public:
+  static constexpr size_t kMaxDepth = 256;
+  TreeWalk(std::string base, std::string shown, ExpandOptions opt)
+      : base_(std::move(base)), shown_(std::move(shown)), opt_(std::move(opt)) {}
+
+  Status enter(std::shared_ptr<Fd> dir, std::string rel) {
+    if (stack_.size() >= kMaxDepth)
+      return make_error(ELOOP, fmt::format("'{}/{}': directory tree deeper than {} levels", shown_, rel, kMaxDepth));
+    Frame f{std::move(dir), std::move(rel), {}, 0};
+    int dup_fd = ::dup(f.dir->get());
+    if (dup_fd < 0) return sys_error("dup");
+    DIR* d = ::fdopendir(dup_fd);
+    if (!d) {
+      ::close(dup_fd);
+      return sys_error("opendir '" + shown_ + (f.rel.empty() ? "" : "/" + f.rel) + "'");
+    }
+    while (dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") f.names.emplace_back(std::move(n), e->d_type);
+    }
+    ::closedir(d);
+    std::sort(f.names.begin(), f.names.end());
+    stack_.push_back(std::move(f));
+    return {};
+  }
+
+  std::optional<SourceOpener> next() {
+    while (!stack_.empty()) {
+      Frame& f = stack_.back();
+      if (f.i == f.names.size()) {
+        stack_.pop_back();
+        continue;
+      }
+      auto [n, type] = std::move(f.names[f.i++]);
+      const std::string rel = f.rel.empty() ? n : f.rel + "/" + n;
+      std::string name = base_.empty() ? rel : base_ + "/" + rel, eshown = shown_ + "/" + rel;
+      // A regular file needs no stat here: whoever sends it opens it and
+      // takes size and mode from fstat on that fd. Trusting d_type saves a
+      // syscall per file; DT_UNKNOWN gets the stat.
+      mode_t m = S_IFREG;
+      unsigned perm = 0;
+      if (type != DT_REG) {
+        struct stat st;
+        if (::fstatat(f.dir->get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+          return failed_entry(sys_error("stat '" + eshown + "'"));
+        m = st.st_mode;
+        perm = st.st_mode & 0777;
+      }
+      const bool is_dir = S_ISDIR(m);
+      if (opt_.filter && opt_.filter->excluded(name, is_dir)) continue;
+      if (S_ISREG(m)) {
+        return [dir = f.dir, n, name = std::move(name), eshown = std::move(eshown)]() -> Result<SourceFile> {
+          RCP_ASSIGN(SourceFile sf, open_source_file(dir->get(), n, eshown, true));
+          sf.name = name;
+          return sf;
+        };
+      }
+      if (is_dir) {
+        auto sub = open_beneath(f.dir->get(), n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+        if (!sub.ok()) return failed_entry(make_error(sub.error().code, "'" + eshown + "'"));
+        if (Status st = enter(std::make_shared<Fd>(std::move(sub.value())), rel); !st.ok()) return failed_entry(st.error());
+        return dir_entry(std::move(name), std::move(eshown), perm);
+      }
+      if (opt_.on_skip) {
+        opt_.on_skip(eshown);
+        continue;
+      }
+      return skipped_entry(fmt::format("skipping '{}': not a regular file or directory", eshown));
+    }
+    return std::nullopt;
+  }
+
+ private:
+  struct Frame {
+    std::shared_ptr<Fd> dir;
+    std::string rel;
+    std::vector<std::pair<std::string, unsigned char>> names;
+    size_t i = 0;
+  };
+  std::string base_, shown_;
+  ExpandOptions opt_;
+  std::vector<Frame> stack_;
+};
+
+}  // namespace
 
 Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::string& shown, bool beneath,
                                 bool recursive, bool devices) {
+  ExpandOptions o;
+  o.devices = devices;
+  o.beneath = beneath;
+  o.recursive = recursive;
+  return expand_source(dir_fd, path, shown, o);
+}
+
+Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::string& shown,
+                                const ExpandOptions& opt) {
   SourceSet out;
   struct stat st;
   std::shared_ptr<Fd> dir;
+  const bool beneath = opt.beneath;
+  std::string name = opt.name ? *opt.name : base_name(path);
+  auto excluded = [&](bool is_dir) {
+    return opt.filter && !name.empty() && name != "/" && name != "." && opt.filter->excluded(name, is_dir);
+  };
   if (beneath) {
     // One O_PATH open resolves the path, confined, without opening what it
     // names (a FIFO would block); fstat on it says what it is.
     RCP_ASSIGN(Fd probe, open_beneath(dir_fd, path, O_PATH));
     if (::fstat(probe.get(), &st) != 0) return sys_error("stat '" + shown + "'");
     if (!S_ISDIR(st.st_mode)) {
+      if (excluded(false)) {
+        out.files = stream_of({});
+        return out;
+      }
       // Opened now; its error, if any, is the file's when its turn comes.
-      auto holder = std::make_shared<Result<SourceFile>>(open_source_file(dir_fd, path, shown, true, devices));
-      out.files.push_back([holder]() -> Result<SourceFile> { return std::move(*holder); });
+      auto r = open_source_file(dir_fd, path, shown, true, opt.devices);
+      if (r.ok() && opt.name) r->name = *opt.name;
+      auto holder = std::make_shared<Result<SourceFile>>(std::move(r));
+      out.files = stream_of({[holder]() -> Result<SourceFile> { return std::move(*holder); }});
       return out;
     }
-    if (!recursive) return make_error(EISDIR, "'" + shown + "' is a directory (use -r)");
+  } else if (::fstatat(dir_fd, path.c_str(), &st, 0) != 0 || !S_ISDIR(st.st_mode)) {
+    if (excluded(false)) {
+      out.files = stream_of({});
+      return out;
+    }
+    out.files = stream_of({[dir_fd, path, shown, n = opt.name, devices = opt.devices]() -> Result<SourceFile> {
+      RCP_ASSIGN(SourceFile f, open_source_file(dir_fd, path, shown, false, devices));
+      if (n) f.name = *n;
+      return f;
+    }});
+    return out;
+  }
+  if (excluded(true)) {
+    out.files = stream_of({});
+    return out;
+  }
+  if (name == "/" || name == ".") name.clear();
+  if (!opt.recursive && opt.dir_alone && !name.empty()) {
+    out.files = stream_of({dir_entry(name, shown, st.st_mode)});
+    out.tree = true;
+    return out;
+  }
+  if (!opt.recursive) return make_error(EISDIR, "'" + shown + "' is a directory (use -r)");
+  if (beneath) {
     // Reopened for listing; O_DIRECTORY refuses anything swapped in meanwhile.
     RCP_ASSIGN(Fd d, open_beneath(dir_fd, path, O_RDONLY | O_DIRECTORY));
     dir = std::make_shared<Fd>(std::move(d));
   } else {
-    if (::fstatat(dir_fd, path.c_str(), &st, 0) != 0 || !S_ISDIR(st.st_mode)) {
-      out.files.push_back(
-          [dir_fd, path, shown, devices]() { return open_source_file(dir_fd, path, shown, false, devices); });
-      return out;
-    }
-    if (!recursive) return make_error(EISDIR, "'" + shown + "' is a directory (use -r)");
     int dfd = ::openat(dir_fd, path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) return sys_error("'" + shown + "'");
     dir = std::make_shared<Fd>(dfd);
   }
   out.tree = true;
-  std::string base = base_name(path);
-  if (base == "/" || base == ".") base.clear();
-  RCP_ASSIGN(out.files, tree_sources(std::move(dir), base, st.st_mode, shown, out.skipped));
+  out.contents = name.empty();
+  auto walk = std::make_shared<TreeWalk>(name, shown, opt);
+  RCP_TRY(walk->enter(std::move(dir), ""));
+  auto top = name.empty() ? std::optional<SourceOpener>{} : std::optional<SourceOpener>{dir_entry(name, shown, st.st_mode)};
+  out.files = [walk, top = std::move(top)]() mutable -> std::optional<SourceOpener> {
+    if (top) {
+      auto t = std::move(top);
+      top.reset();
+      return t;
+    }
+    return walk->next();
+  };
   return out;
 }
 

@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
+#include "fs/filter.h"
 #include "util/fd.h"
 #include "util/result.h"
 
@@ -30,6 +33,18 @@ struct SourceFile {
   std::string skip_note;  ///< not empty: not sent by design, only reported (see skipped_entry)
 };
 using SourceOpener = std::function<Result<SourceFile>()>;
+/// What a copy sends, one entry at a time (nullopt: no more). A tree is
+/// walked as the copy goes — one directory's names and one fd per level
+/// held at a time — so memory stays flat however many files it has.
+using SourceStream = std::function<std::optional<SourceOpener>()>;
+
+/// A stream over a fixed list (tests, and a push's named files).
+SourceStream stream_of(std::vector<SourceOpener> files);
+/// The parts' entries in order; each part is built only when the one
+/// before it is exhausted (a list of 1,000 directories holds one open).
+SourceStream chain(std::vector<std::function<SourceStream()>> parts);
+/// An entry that fails with `e` when its turn comes (a FILE_SKIPPED error).
+SourceOpener failed_entry(Error e);
 
 /// An entry a copy reports but does not send: a symlink or special file
 /// below a tree (rcpd tells the pulling client, as rcp tells its user on a
@@ -45,19 +60,35 @@ SourceOpener skipped_entry(std::string note);
 Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::string shown, bool beneath,
                                     bool devices = false);
 
-/// What a recursive copy of the directory `dir` sends: the directory itself
-/// (named `base`, unless base is "" — then its contents land directly in the
-/// destination) and everything below it, files opened beneath dir when their
-/// turn comes. Symlinks and special files are skipped and listed in `skipped`.
-Result<std::vector<SourceOpener>> tree_sources(std::shared_ptr<Fd> dir, const std::string& base, unsigned mode,
-                                               const std::string& shown, std::vector<std::string>& skipped);
+/// How a source path is expanded.
+struct ExpandOptions {
+  bool beneath = false;    ///< resolved strictly beneath dir_fd (a daemon's export)
+  bool recursive = false;  ///< -r: a directory with everything below it
+  /// --files-from without -r: a directory is sent as an entry of its own,
+  /// without its contents (as rsync), instead of being refused.
+  bool dir_alone = false;
+  /// The name the entry arrives under; unset: the path's last component.
+  std::optional<std::string> name;
+  /// --exclude/--include, tested on each entry's name as sent (the top one
+  /// included); an excluded directory is not entered.
+  std::shared_ptr<const FilterList> filter;
+  /// Symlinks and special files below a tree: reported here (rcp warns
+  /// its user), or, when unset, sent as skipped_entry notes (rcpd tells the
+  /// pulling client). The argument is the entry as shown ("src/link").
+  std::function<void(const std::string&)> on_skip;
+  /// A block device named as the path itself is sent (rcp --copy-devices,
+  /// a daemon's device module); below a tree devices are always skipped.
+  bool devices = false;
+};
 
 /// One source path, expanded.
 struct SourceSet {
-  std::vector<SourceOpener> files;
-  bool tree = false;                 ///< a directory was expanded: the destination must be a directory
-  std::vector<std::string> skipped;  ///< below the tree, relative to it: symlinks and special files
+  SourceStream files;
+  bool tree = false;      ///< a directory was expanded: the destination must be a directory
+  bool contents = false;  ///< the directory's contents land directly in the destination ("." or a root)
 };
+/// Every entry of a stream, opened (tests).
+std::vector<SourceOpener> drain(SourceStream& s);
 
 /// Expands `path` (looked up in dir_fd) into what a copy sends: a file as
 /// itself, a directory — only when `recursive`, else EISDIR "(use -r)" — as
@@ -71,6 +102,9 @@ struct SourceSet {
 ///    dir_fd; a path that cannot be opened fails the whole expansion.
 ///  - devices: a block device named as the path itself is sent (as
 ///    open_source_file); below a tree devices are always skipped.
+Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::string& shown,
+                                const ExpandOptions& opt);
+/// The same with only `beneath` and `recursive`; skipped entries are sent as notes.
 Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::string& shown, bool beneath,
                                 bool recursive, bool devices = false);
 

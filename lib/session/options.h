@@ -77,6 +77,9 @@ struct TransferStats {
   uint32_t files_ok = 0;
   uint32_t files_failed = 0;
   uint32_t dirs_ok = 0;  ///< directory entries among files_ok (for "N file(s)" without them)
+  /// --delete: entries removed from the destination (by this sink, or — at a
+  /// push's source — as the daemon's DONE reports).
+  uint32_t files_deleted = 0;
   std::vector<std::string> errors;  ///< one line per failed file (at most kMaxErrorLines)
   uint64_t errors_dropped = 0;      ///< failures beyond kMaxErrorLines, counted only
 

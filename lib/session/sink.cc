@@ -34,7 +34,9 @@ class Sink {
  public:
   Sink(Channel& ch, Ring& ring, Destination& dest, const SessionOptions& opt)
       : ch_(ch), t_(ch.transport()), ring_(ring), opt_(opt),
-        pool_(t_, opt.blocks, opt.block_size), free_(opt.blocks), tree_(dest) {}
+        pool_(t_, opt.blocks, opt.block_size), free_(opt.blocks), tree_(dest) {
+    if (dest.prune && dest.is_dir) pruner_.emplace(dest.dir.get(), *dest.prune);
+  }
 
   Status init() {
     RCP_TRY(pool_.init(ring_, false));
@@ -162,7 +164,8 @@ class Sink {
       started = true;
     }
     if (finish_seen_ && files_.empty() && !done_sent_) {
-      RCP_TRY(ch_.send(wire::Done{stats_.files_ok, stats_.files_failed}));
+      if (pruner_) prune();
+      RCP_TRY(ch_.send(wire::Done{stats_.files_ok, stats_.files_failed, stats_.files_deleted}));
       done_sent_ = true;
       started = true;
     }
@@ -232,6 +235,9 @@ class Sink {
     f.parent = std::move(e.parent);
     f.tmp = std::move(e.tmp);
     f.failed = !e.error.empty();
+    // Every name sent is kept from deletion; only a directory that was
+    // accepted (asked for, placed) is pruned.
+    if (pruner_) pruner_->saw(fb.name, f.is_dir && !f.failed);
     f.error = std::move(e.error);
     if (opt_.direct && !f.failed && !f.is_dir && f.size > 0) {
       auto d = open_direct(f.tmp.fd(), O_WRONLY, f.shown);
@@ -263,6 +269,7 @@ class Sink {
     }
     ++stats_.files_failed;
     stats_.note_error(fmt::format("{} (not sent by {})", x.message, t_.peer()));
+    if (pruner_) pruner_->source_error();
     return {};
   }
 
@@ -419,6 +426,19 @@ class Sink {
     pending_.erase(it);
   }
 
+  /// Every file is in: the directories still open are complete, and
+  /// --delete-after's deletions are done now.
+  void prune() {
+    pruner_->finish();
+    stats_.files_deleted = pruner_->deleted();
+    for (const auto& e : pruner_->errors()) {
+      ++stats_.files_failed;
+      stats_.note_error(e);
+    }
+    stats_.files_failed += static_cast<uint32_t>(pruner_->errors_dropped());
+    stats_.errors_dropped += pruner_->errors_dropped();
+  }
+
   void give_back(uint32_t slot) {
     lent_[slot] = false;
     done_slots_.push_back(slot);
@@ -491,6 +511,7 @@ class Sink {
   IndexPool free_;
   ChunkReuse reuse_;
   DestinationTree tree_;  // before files_: its directories outlive their temp files
+  std::optional<Pruner> pruner_;  // --delete
   std::map<uint32_t, File> files_;
   std::deque<wire::ChunkReady> queue_;
   std::unordered_map<uint64_t, Pending> pending_;

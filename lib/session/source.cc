@@ -27,8 +27,8 @@ namespace {
 
 class Source {
  public:
-  Source(Channel& ch, Ring& ring, std::vector<SourceOpener> files, const SessionOptions& opt)
-      : ch_(ch), t_(ch.transport()), ring_(ring), opt_(opt), openers_(files.begin(), files.end()),
+  Source(Channel& ch, Ring& ring, SourceStream files, const SessionOptions& opt)
+      : ch_(ch), t_(ch.transport()), ring_(ring), opt_(opt), stream_(std::move(files)),
         pool_(t_, opt.slots, opt.chunk_size), free_(opt.slots), slots_(opt.slots) {}
 
   Status init() {
@@ -55,7 +55,7 @@ class Source {
     return std::visit(overloaded{
                           [&](wire::ChunkDone& d) { return on_chunk_done(d); },
                           [&](wire::FileResult& r) { return on_file_result(r); },
-                          [&](wire::Done&) { return on_done(); },
+                          [&](wire::Done& d) { return on_done(d); },
                           [&](wire::StopFile& x) { return on_stop(x); },
                           [&](wire::ErrorMsg& em) -> Status { return make_error(em.err, t_.peer() + ": " + em.message); },
                           // What only a source sends, or only comes before the session:
@@ -114,7 +114,7 @@ class Source {
   Status pump(bool& started) {
     for (;;) {
       if (!cur_) {
-        if (openers_.empty() || files_.size() >= kMaxFilesInFlight || unended_ >= std::clamp<uint32_t>(opt_.max_files_open, 1, kMaxFilesOpen)) break;
+        if (!more() || files_.size() >= kMaxFilesInFlight || unended_ >= std::clamp<uint32_t>(opt_.max_files_open, 1, kMaxFilesOpen)) break;
         RCP_TRY(open_next(started));
         continue;
       }
@@ -132,7 +132,7 @@ class Source {
       submit_read(slot, f);
       started = true;
     }
-    if (!cur_ && openers_.empty() && !finish_sent_ && all_ended()) {
+    if (!cur_ && !more() && !finish_sent_ && all_ended()) {
       RCP_TRY(ch_.send(wire::Finish{}));
       finish_sent_ = true;
       started = true;
@@ -215,8 +215,18 @@ class Source {
     return {};
   }
 
-  Status on_done() {
+  /// Is there another entry to send? (Asks the stream for it, once.)
+  bool more() {
+    if (!next_ && stream_) {
+      next_ = stream_();
+      if (!next_) stream_ = nullptr;
+    }
+    return next_.has_value();
+  }
+
+  Status on_done(const wire::Done& d) {
     if (!finish_sent_ || !files_.empty()) return proto_error(t_, "DONE before every file was answered");
+    stats_.files_deleted = d.files_deleted;
     done_ = true;
     return {};
   }
@@ -238,8 +248,8 @@ class Source {
   }
 
   Status open_next(bool& started) {
-    SourceOpener op = std::move(openers_.front());
-    openers_.pop_front();
+    SourceOpener op = std::move(*next_);
+    next_.reset();
     auto sf = op();
     if (!sf.ok()) {
       // Told to the sink too: a get's client must not think it has everything.
@@ -297,7 +307,8 @@ class Source {
   Transport& t_;
   Ring& ring_;
   const SessionOptions& opt_;
-  std::deque<SourceOpener> openers_;
+  SourceStream stream_;
+  std::optional<SourceOpener> next_;  // taken from stream_, not yet opened
   Pool pool_;
   std::unique_ptr<HashPool> hp_;  // after pool_: its workers stop before the pool goes
   IndexPool free_;
@@ -316,6 +327,10 @@ class Source {
 }  // namespace
 
 Result<TransferStats> run_source(Channel& ch, std::vector<SourceOpener> files, const SessionOptions& opt) {
+  return run_source(ch, stream_of(std::move(files)), opt);
+}
+
+Result<TransferStats> run_source(Channel& ch, SourceStream files, const SessionOptions& opt) {
   RCP_ASSIGN(auto ring, Ring::create(256));
   Source s(ch, *ring, std::move(files), opt);
   Status st = s.init();  // (pins the pool: a too small RLIMIT_MEMLOCK fails here)

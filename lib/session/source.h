@@ -19,5 +19,7 @@ namespace rcp {
 /// has been answered. Files that fail are counted in the stats; an error is
 /// returned only for a failed session (and sent to the peer as ERROR).
 Result<TransferStats> run_source(Channel& ch, std::vector<SourceOpener> files, const SessionOptions& opt);
+/// The same, walking what it sends as it goes (fs/sources.h).
+Result<TransferStats> run_source(Channel& ch, SourceStream files, const SessionOptions& opt);
 
 }  // namespace rcp

@@ -81,6 +81,18 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                    w.u8(static_cast<uint8_t>(o.checksum));
                    w.u16(o.flags);
                    w.str(o.path.substr(0, kMaxPath));
+                   if (o.more.size() > kMaxOpenPaths) st = proto("too many paths in OPEN");
+                   if (o.filters.size() > kMaxOpenRules) st = proto("too many filter rules in OPEN");
+                   w.u16(static_cast<uint16_t>(std::min(o.more.size(), kMaxOpenPaths)));
+                   for (size_t i = 0; i < o.more.size() && i < kMaxOpenPaths; ++i) {
+                     if (o.more[i].size() > kMaxPath) st = proto("path longer than " + std::to_string(kMaxPath));
+                     w.str(o.more[i].substr(0, kMaxPath));
+                   }
+                   w.u16(static_cast<uint16_t>(std::min(o.filters.size(), kMaxOpenRules)));
+                   for (size_t i = 0; i < o.filters.size() && i < kMaxOpenRules; ++i) {
+                     if (o.filters[i].size() > kMaxOpenRuleLen) st = proto("filter rule too long");
+                     w.str(o.filters[i].substr(0, kMaxOpenRuleLen));
+                   }
                  },
                  [&](const OpenOk& o) { w.u8(o.dest_is_dir); },
                  [&](const FileBegin& f) {
@@ -122,6 +134,7 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                  [&](const Done& d) {
                    w.u32(d.files_ok);
                    w.u32(d.files_failed);
+                   w.u32(d.files_deleted);
                  },
                  [&](const ErrorMsg& e) {
                    w.u32(static_cast<uint32_t>(e.err));
@@ -159,6 +172,13 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
   return {};
 }
 
+size_t open_size(const Open& o) {
+  size_t n = kHeaderSize + 4 + 2 + o.path.size() + 2 + 2;
+  for (auto& p : o.more) n += 2 + p.size();
+  for (auto& f : o.filters) n += 2 + f.size();
+  return n;
+}
+
 Result<uint32_t> peek_length(std::span<const uint8_t> header) {
   if (header.size() < kHeaderSize) return proto("truncated message header");
   Reader r(header);
@@ -184,6 +204,19 @@ Status read_body(Reader& r, Open& o) {
   o.checksum = static_cast<Checksum>(r.u8());
   o.flags = r.u16();
   o.path = r.str(kMaxPath);
+  const uint16_t np = r.u16();
+  if (r.ok() && np > kMaxOpenPaths) return proto(fmt::format("OPEN with {} paths (limit {})", np, kMaxOpenPaths));
+  for (uint16_t i = 0; i < np && r.ok(); ++i) o.more.push_back(r.str(kMaxPath));
+  const uint16_t nf = r.u16();
+  if (r.ok() && nf > kMaxOpenRules) return proto(fmt::format("OPEN with {} filter rules (limit {})", nf, kMaxOpenRules));
+  for (uint16_t i = 0; i < nf && r.ok(); ++i) {
+    o.filters.push_back(r.str(kMaxOpenRuleLen));
+    const std::string& f = o.filters.back();
+    if (r.ok() && (f.size() < 3 || (f[0] != '+' && f[0] != '-') || f[1] != ' ' || f.find('\0') != std::string::npos))
+      return proto("OPEN with a malformed filter rule");
+  }
+  for (const std::string& p : o.more)
+    if (r.ok() && (p.empty() || p.find('\0') != std::string::npos)) return proto("OPEN with an empty path or a NUL byte");
   if (r.ok() && o.op != Op::put && o.op != Op::get && o.op != Op::list) return proto("OPEN with unknown operation");
   if (r.ok() && static_cast<uint8_t>(o.checksum) > 2) return proto("OPEN with unknown checksum");
   if (r.ok() && (o.flags & ~kOpenKnownFlags) != 0) return proto(fmt::format("OPEN with unknown flags {:#x}", o.flags));
@@ -255,6 +288,7 @@ Status read_body(Reader&, Finish&) { return {}; }
 Status read_body(Reader& r, Done& d) {
   d.files_ok = r.u32();
   d.files_failed = r.u32();
+  d.files_deleted = r.u32();
   return {};
 }
 

@@ -22,7 +22,8 @@ constexpr uint32_t kMagic = 0x52435030;  // "RCP0"
 /// 2: FILE_SKIPPED (a source reports each file it cannot send).
 /// 3: FILE_BEGIN carries mtime_ns; FILE_RESULT says skipped/pulled/matched;
 ///    STOP_FILE (the sink has the file already).
-constexpr uint16_t kVersion = 3;
+/// 4: OPEN carries more source paths and filter rules; DONE the entries deleted.
+constexpr uint16_t kVersion = 4;
 /// The version this process speaks: kVersion, unless the test-only fault
 /// switch RCP_TEST_FAULT=protocol-version=N makes it pretend to be another
 /// release (so the suite can prove a mismatch is refused with a clear error).
@@ -83,6 +84,14 @@ struct Open {
   Checksum checksum = Checksum::xxh128;
   uint16_t flags = 0;  // kOpenMulti: several sources, so the destination must be a directory
   std::string path;
+  /// get: more sources in the same module, relative to it (no "MODULE/"),
+  /// sent in this order after `path`'s — one session for many files. At most
+  /// kMaxOpenPaths, each at most kMaxPath bytes, all inside one message.
+  std::vector<std::string> more;
+  /// Filter rules ("+ PATTERN" / "- PATTERN", fs/filter.h), in order: a get's
+  /// source applies them to what it sends; a put's sink protects what they
+  /// exclude from --delete. At most kMaxOpenRules of kMaxOpenRuleLen bytes.
+  std::vector<std::string> filters;
 };
 constexpr uint16_t kOpenMulti = 1;
 constexpr uint16_t kOpenFsync = 2;
@@ -96,7 +105,24 @@ constexpr uint16_t kOpenUpdate = 64;          // -u: keep a destination file new
 constexpr uint16_t kOpenWholeFile = 128;      // --whole-file: no chunk reuse from the existing file
 constexpr uint16_t kOpenPartial = 256;        // --partial: keep what an interrupted copy wrote, reuse it next time
 /// Every bit a peer may set; an OPEN with another bit is refused.
-constexpr uint16_t kOpenKnownFlags = 511;
+constexpr uint16_t kOpenKnownFlags = 8191;
+/// --delete: the sink removes what the source did not send from the
+/// directories the source sends (fs/prune.h); kOpenDeleteAfter: only once
+/// every file is in. kOpenDeleteRoot: the destination directory itself is
+/// being copied (a source "." or an export's root), so it is pruned too.
+constexpr uint16_t kOpenDelete = 1u << 9;
+constexpr uint16_t kOpenDeleteAfter = 1u << 10;
+constexpr uint16_t kOpenDeleteRoot = 1u << 11;
+/// get (--files-from): each entry keeps its path below the module ("a/b/c"
+/// arrives as a/b/c, not as c), as rsync's --relative.
+constexpr uint16_t kOpenRelative = 1u << 12;
+constexpr size_t kMaxOpenPaths = 1024;
+constexpr size_t kMaxOpenRules = 256;
+constexpr size_t kMaxOpenRuleLen = 1024;
+/// Bytes `o` takes on the wire, header included (a client fills an OPEN up to
+/// kOpenBudget: kMaxMessage less room for an authenticated session's MAC).
+size_t open_size(const Open& o);
+constexpr size_t kOpenBudget = kMaxMessage - 64;
 
 struct OpenOk {
   uint8_t dest_is_dir = 0;
@@ -157,6 +183,7 @@ struct Finish {};
 struct Done {
   uint32_t files_ok = 0;
   uint32_t files_failed = 0;
+  uint32_t files_deleted = 0;  ///< --delete: entries the sink removed
 };
 
 /// Either way: the session failed; message names what failed.

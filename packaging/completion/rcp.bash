@@ -21,7 +21,8 @@ _rcp_options() {
     printf '%s\n' -v --verbose -q --quiet -r --recursive -V --version -h --help --transport --digest \
       -P --port --tcp-port --chunk-size --buffer-size --window --streams --no-zerocopy --encrypt --hash-threads \
       --fsync --progress --no-progress --copy-devices --write-devices --devices-as-files --force --direct \
-      -c --checksum --ignore-existing --existing -u --update -W --whole-file --partial --stats --json
+      -c --checksum --ignore-existing --existing -u --update -W --whole-file --partial --stats --json \
+      --exclude --include --exclude-from --include-from --files-from -0 --from0 --delete --delete-after
   fi
 }
 
@@ -61,6 +62,8 @@ _rcp() {
     --transport) COMPREPLY=($(compgen -W "auto rdma tcp" -- "$cur")); return ;;
     --digest) COMPREPLY=($(compgen -W "xxh128 sha256 none" -- "$cur")); return ;;
     -P|--port|--tcp-port|--chunk-size|--buffer-size|--window|--streams|--hash-threads|--bwlimit) return ;;
+    --exclude|--include) return ;;  # a pattern
+    --exclude-from|--include-from|--files-from) COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
 
   if [[ $cur == -* ]]; then

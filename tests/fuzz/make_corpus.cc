@@ -62,6 +62,8 @@ int main(int argc, char** argv) {
 
   msg("open_put", Open{Op::put, Checksum::xxh128, kOpenMulti | kOpenFsync, "data/dir/file.bin"});
   msg("open_get", Open{Op::get, Checksum::sha256, kOpenRecursive, "data/tree"});
+  msg("open_get_many", Open{Op::get, Checksum::xxh128, kOpenRecursive | kOpenDelete, "data/a", {"b", "c/d"}, {"- *.o", "+ keep/", "- /top/***"}});
+  msg("open_get_files_from", Open{Op::get, Checksum::xxh128, kOpenRelative | kOpenDelete | kOpenDeleteAfter | kOpenDeleteRoot | kOpenPartial, "data/base", {"d/f0", "d/f1"}, {"- *.tmp"}});
   msg("open_ok", OpenOk{1});
   msg("file_begin", FileBegin{7, 1u << 30, 0644, 0, "r\xC3\xA9sum\xC3\xA9.txt"});
   msg("chunk_ready_xxh", ChunkReady{7, 3, 4u << 20, 1u << 20, 0x7f0000001000, 0x1234, digest(16)});

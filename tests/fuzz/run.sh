@@ -21,8 +21,19 @@ command -v clang++ >/dev/null || { echo "run.sh: clang++ not found (scripts/inst
 # Quiet when it works; on a failure the build's own output says why (it once failed silently).
 blog=$(mktemp); trap 'rm -f "$blog"' EXIT
 if ! { cmake -S . -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DRCP_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-       ninja -C "$dir" -j "${RCP_FUZZ_JOBS:-$(nproc)}" $(printf 'fuzz_%s ' "${harnesses[@]}"); } > "$blog" 2>&1; then
+       ninja -C "$dir" -j "${RCP_FUZZ_JOBS:-$(nproc)}" fuzz_make_corpus $(printf 'fuzz_%s ' "${harnesses[@]}"); } > "$blog" 2>&1; then
   echo "run.sh: building the fuzz harnesses failed:" >&2; tail -n 40 "$blog" >&2; exit 1
+fi
+
+# The committed seeds must be what make_corpus.cc writes today: every seed's header carries the
+# protocol version, and after a bump a stale seed is refused before it reaches a decoder.
+fresh=$(mktemp -d)
+"$dir/tests/fuzz/fuzz_make_corpus" "$fresh"
+stale=$(cd "$fresh" && find . -type f | sort | while read -r f; do cmp -s "$f" "$OLDPWD/tests/fuzz/corpus/$f" || echo "${f#./}"; done)
+rm -rf "$fresh"
+if [ -n "$stale" ]; then
+    echo "run.sh: seed corpus out of date ($(echo $stale)); regenerate: $dir/tests/fuzz/fuzz_make_corpus tests/fuzz/corpus" >&2
+    exit 1
 fi
 
 declare -A max_len=([wire]=4200 [hello]=64 [auth_messages]=256 [config]=8192 [access]=2048)

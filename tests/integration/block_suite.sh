@@ -168,8 +168,8 @@ check "a mounted device: refused (exit $rc), naming where it is mounted" \
   bash -c "[ $rc -ne 0 ] && grep -q 'mounted on $work/mnt' '$work/err' && mountpoint -q '$work/mnt' && [ -z \"\$(ls '$work/mnt' | grep -v lost+found)\" ]"
 dd if=/dev/zero of="$B" bs=1M count=64 status=none conv=fsync
 rcp --write-devices --digest none "$addr:data/disk.img" "$B"; rc=$?
-check "--digest none onto a device: refused (exit $rc), nothing written" \
-  bash -c "[ $rc -ne 0 ] && cmp -s -n 67108864 /dev/zero '$B' && grep -q 'digest none is refused' '$work/err'"
+check "--digest none onto a device: refused (exit $rc), nothing written, naming the option" \
+  bash -c "[ $rc -ne 0 ] && cmp -s -n 67108864 /dev/zero '$B' && grep -q -- '--digest none is refused' '$work/err'"
 head -c 1000 /dev/urandom > "$exp/f2.bin"
 rcp --write-devices "$addr:data/f.bin" "$addr:data/f2.bin" "$B"; rc=$?
 check "two sources onto one device: refused (exit $rc)" bash -c "[ $rc -ne 0 ] && cmp -s -n 67108864 /dev/zero '$B'"
@@ -181,6 +181,10 @@ check "pull of a device module: the whole device, byte-identical (exit $rc)" \
 rcp "$addr:diska/x" "$out/x"; rc=$?
 check "a path below a device module: refused (exit $rc), saying the module is a device" \
   bash -c "[ $rc -ne 0 ] && [ ! -e '$out/x' ] && grep -q 'exports a block device' '$work/err'"
+printf 'x\n' > "$work/list"; mkdir -p "$out/ff"
+rcp --files-from "$work/list" "$addr:diska" "$out/ff/"; rc=$?
+check "a --files-from list against a device module: refused (exit $rc), saying the module is a device" \
+  bash -c "[ $rc -ne 0 ] && [ -z \"\$(ls -A '$out/ff')\" ] && grep -q 'exports a block device' '$work/err'"
 rcp "$work/small" "$addr:diskb/x"; rc=$?
 check "a push to a path below a device module: refused (exit $rc), saying the module is a device" \
   bash -c "[ $rc -ne 0 ] && grep -q 'exports a block device' '$work/err'"

@@ -410,6 +410,38 @@ int read_probe(int fd, const std::string& where, const std::string& path, uint32
 
 }  // namespace
 
+/// Sends a get for `path` and the further paths `more` (module-relative; with
+/// `relative`, --files-from's form) exactly as given, bypassing the client's
+/// own cleaning, and prints what comes back: "refused: TEXT" for an ERROR,
+/// "sent: NAME" for each FILE_BEGIN, "skipped: TEXT" for each FILE_SKIPPED.
+int open_get(int fd, const std::string& path, std::vector<std::string> more, bool relative) {
+  send_all(fd, valid_hello(0, 0, 64 * 1024));
+  std::vector<uint8_t> theirs(rcp::wire::kHelloTokenSize);
+  if (!recv_exact(fd, theirs.data(), theirs.size())) return 1;
+  rcp::wire::Open open;
+  open.op = rcp::wire::Op::get;
+  open.path = path;
+  open.more = std::move(more);
+  if (relative) open.flags |= rcp::wire::kOpenRelative;
+  std::vector<uint8_t> msg;
+  if (!rcp::wire::encode(open, msg).ok()) return 2;
+  send_all(fd, frame(kFrameMsg, 0, msg));
+  Frame f;
+  while (next_frame(fd, f)) {
+    if (f.kind != kFrameMsg) continue;
+    auto m = rcp::wire::decode(f.payload);
+    if (!m.ok()) return 1;
+    if (auto* e = std::get_if<rcp::wire::ErrorMsg>(&m.value())) {
+      std::printf("refused: %s\n", e->message.c_str());
+      return 0;
+    }
+    if (auto* b = std::get_if<rcp::wire::FileBegin>(&m.value())) std::printf("sent: %s\n", b->name.c_str());
+    if (auto* k = std::get_if<rcp::wire::FileSkipped>(&m.value())) std::printf("skipped: %s\n", k->message.c_str());
+    if (std::holds_alternative<rcp::wire::Finish>(m.value())) return 0;
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr, "usage: rawpeer HOST PORT MODE [SEED]\n");
@@ -427,6 +459,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::string mode = argv[3];
+  if ((mode == "open-get" || mode == "open-get-relative") && argc > 4) {
+    int rc = open_get(fd, argv[4], std::vector<std::string>(argv + 5, argv + argc), mode == "open-get-relative");
+    close(fd);
+    return rc;
+  }
   if (mode == "read-probe") {
     if (argc < 7) {
       std::fprintf(stderr, "usage: rawpeer HOST PORT read-probe WHERE MODULE/PATH SLOTS\n");

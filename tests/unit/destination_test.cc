@@ -42,12 +42,12 @@ struct Scratch {
   }
 };
 
-std::vector<std::string> names(std::vector<SourceOpener>& files) {
+std::vector<std::string> names(SourceStream& stream) {
   std::vector<std::string> v;
-  for (auto& op : files) {
+  for (auto& op : drain(stream)) {
     auto f = op();
     REQUIRE_MESSAGE(f.ok(), f.error().message());
-    v.push_back(f->name + (f->is_dir ? "/" : ""));
+    v.push_back(f->skip_note.empty() ? f->name + (f->is_dir ? "/" : "") : "(skipped) " + f->skip_note);
   }
   return v;
 }
@@ -74,22 +74,32 @@ TEST_CASE("expand_source: a file is itself, a directory needs -r, a tree is name
     CHECK(no_r.error().code == EISDIR);
     CHECK(no_r.error().message().find("'top' is a directory (use -r)") != std::string::npos);
 
-    auto tree = expand_source(dir_fd, path("top"), "top", beneath, true);
+    ExpandOptions eo;
+    eo.beneath = beneath;
+    eo.recursive = true;
+    std::vector<std::string> skipped;
+    eo.on_skip = [&](const std::string& e) { skipped.push_back(e); };
+    auto tree = expand_source(dir_fd, path("top"), "top", eo);
     REQUIRE(tree.ok());
     CHECK(tree->tree);
-    CHECK(tree->skipped == std::vector<std::string>{"link"});
+    CHECK_FALSE(tree->contents);
     CHECK(names(tree->files) == std::vector<std::string>{"top/", "top/a.txt", "top/sub/", "top/sub/b.txt"});
+    CHECK(skipped == std::vector<std::string>{"top/link"});
   }
   SUBCASE("the root of an export lands its contents directly") {
     auto tree = expand_source(root.get(), "", "mod", true, true);
     REQUIRE(tree.ok());
-    CHECK(names(tree->files) == std::vector<std::string>{"top/", "top/a.txt", "top/sub/", "top/sub/b.txt"});
+    CHECK(tree->contents);
+    CHECK(names(tree->files) ==
+          std::vector<std::string>{"top/", "top/a.txt", "(skipped) skipping 'mod/top/link': not a regular file or directory",
+                                   "top/sub/", "top/sub/b.txt"});
   }
   SUBCASE("a missing file: the push's fails when opened, the get's at once") {
     auto push = expand_source(AT_FDCWD, s.at("nope"), "nope", false, false);
     REQUIRE(push.ok());
-    REQUIRE(push->files.size() == 1);
-    CHECK_FALSE(push->files[0]().ok());
+    auto all = drain(push->files);
+    REQUIRE(all.size() == 1);
+    CHECK_FALSE(all[0]().ok());
     CHECK_FALSE(expand_source(root.get(), "nope", "nope", true, false).ok());
   }
 }

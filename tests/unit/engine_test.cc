@@ -112,12 +112,13 @@ std::vector<SourceOpener> openers(const std::vector<std::string>& paths) {
 class SinkThread {
  public:
   SinkThread(Transport& t, const std::string& dest_dir, const SessionOptions& opt,
-             std::optional<ExpectedNames> expect = std::nullopt)
+             std::optional<ExpectedNames> expect = std::nullopt, std::optional<PruneOptions> prune = std::nullopt)
       : ch_(t), opt_(opt) {
     auto d = resolve_destination_local(dest_dir, true);
     REQUIRE(d.ok());
     dest_ = std::move(d.value());
     dest_.expect = std::move(expect);
+    dest_.prune = std::move(prune);
     th_ = std::thread([this] { result_.emplace(run_sink(ch_, dest_, opt_)); });
   }
   ~SinkThread() {
@@ -1338,4 +1339,32 @@ TEST_CASE("--partial: a partial file longer than the file is cut to size; a hard
   REQUIRE(c2.sink->ok());
   CHECK(read_file(dst.str("g")) == data);
   CHECK(read_file(dst.str("victim")) == victim);
+}
+
+TEST_CASE("lying source with --delete: names with '..' or absolute paths prune nothing outside") {
+  TempDir top;
+  const std::string dst = top.str("dest"), outside = top.str("outside");
+  std::filesystem::create_directories(dst + "/d");
+  std::filesystem::create_directories(outside);
+  for (auto f : {dst + "/d/extra", dst + "/stray", outside + "/precious"}) std::ofstream(f) << "x";
+  FakeLink link;
+  ScriptedSource s(link, pattern(kChunk, 31));
+  PruneOptions po;
+  po.root = true;  // even with the destination itself being pruned
+  SinkThread sink(link.b(), dst, options(), std::nullopt, po);
+  const wire::Digest empty = ScriptedSource::file_digest(0, {});
+  uint32_t id = 1;
+  for (const std::string& name : std::vector<std::string>{"../outside", outside, "d/../../outside", "d"}) {
+    s.send(wire::FileBegin{id, 0, S_IFDIR | 0755, 0, name});
+    s.send(wire::FileEnd{id, 0, empty});
+    ++id;
+  }
+  s.send(wire::Finish{});
+  auto& r = sink.join();
+  REQUIRE(r.ok());
+  CHECK(r->files_failed == 3);  // the three unsafe names are refused
+  CHECK(std::filesystem::exists(outside + "/precious"));
+  CHECK_FALSE(std::filesystem::exists(dst + "/d/extra"));  // pruning did run, inside
+  CHECK_FALSE(std::filesystem::exists(dst + "/stray"));
+  CHECK(r->files_deleted == 2);
 }

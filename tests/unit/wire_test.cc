@@ -26,7 +26,8 @@ Digest make_digest(uint8_t len, uint8_t seed) {
 }
 
 bool eq(const Open& a, const Open& b) {
-  return a.op == b.op && a.checksum == b.checksum && a.flags == b.flags && a.path == b.path;
+  return a.op == b.op && a.checksum == b.checksum && a.flags == b.flags && a.path == b.path && a.more == b.more &&
+         a.filters == b.filters;
 }
 bool eq(const OpenOk& a, const OpenOk& b) { return a.dest_is_dir == b.dest_is_dir; }
 bool eq(const FileBegin& a, const FileBegin& b) {
@@ -46,7 +47,9 @@ bool eq(const FileResult& a, const FileResult& b) {
 }
 bool eq(const StopFile& a, const StopFile& b) { return a.file_id == b.file_id; }
 bool eq(const Finish&, const Finish&) { return true; }
-bool eq(const Done& a, const Done& b) { return a.files_ok == b.files_ok && a.files_failed == b.files_failed; }
+bool eq(const Done& a, const Done& b) {
+  return a.files_ok == b.files_ok && a.files_failed == b.files_failed && a.files_deleted == b.files_deleted;
+}
 bool eq(const ErrorMsg& a, const ErrorMsg& b) { return a.err == b.err && a.message == b.message; }
 bool eq(const FileSkipped& a, const FileSkipped& b) { return a.err == b.err && a.message == b.message; }
 bool eq(const ModuleList& a, const ModuleList& b) {
@@ -75,6 +78,8 @@ std::vector<Message> samples() {
   v.push_back(Open{Op::get, Checksum::sha256, 0, ""});
   v.push_back(Open{Op::put, Checksum::none, kOpenKnownFlags, std::string(kMaxPath, 'p')});
   v.push_back(Open{Op::get, Checksum::xxh128, kOpenFsync, "export/" + kUtf8});
+  v.push_back(Open{Op::get, Checksum::xxh128, kOpenRecursive | kOpenDelete, "m/a", {"b", kUtf8, "c/d"},
+                   {"- *.o", "+ keep/", "- /top/***"}});
   v.push_back(OpenOk{0});
   v.push_back(OpenOk{1});
   v.push_back(FileBegin{0xDEADBEEF, 0x0123456789ABCDEFull, 0100755, 0, "\xE6\x97\xA5 \xE8\xAA\x9E\n.txt"});
@@ -105,7 +110,7 @@ std::vector<Message> samples() {
   v.push_back(StopFile{0xFFFFFFFF});
   v.push_back(Finish{});
   v.push_back(Done{0xFFFFFFFF, 0});
-  v.push_back(Done{3, 4});
+  v.push_back(Done{3, 4, 5});
   v.push_back(ErrorMsg{EPROTO, "bad thing\nsecond line"});
   v.push_back(ErrorMsg{std::numeric_limits<int32_t>::max(), std::string(kMaxText, 'e')});
   v.push_back(ErrorMsg{0, ""});
@@ -150,6 +155,24 @@ Bytes open_payload(uint8_t op, uint8_t cks, const std::string& path, uint16_t fl
   w.u8(cks);
   w.u16(flags);
   w.str(path);
+  w.u16(0);  // more paths
+  w.u16(0);  // filter rules
+  return p;
+}
+
+/// An OPEN (get) payload with these extra paths and rules, counts as given.
+Bytes open_lists(uint16_t npaths, const std::vector<std::string>& paths, uint16_t nrules,
+                 const std::vector<std::string>& rules) {
+  Bytes p;
+  Writer w(p);
+  w.u8(2);
+  w.u8(1);
+  w.u16(0);
+  w.str("m/a");
+  w.u16(npaths);
+  for (auto& x : paths) w.str(x);
+  w.u16(nrules);
+  for (auto& x : rules) w.str(x);
   return p;
 }
 
@@ -270,24 +293,26 @@ TEST_CASE("a decoded message differs when a field differs (the comparison can fa
   auto r = decode(b);
   REQUIRE(r.ok());
   CHECK_FALSE(same(*r, Done{1, 2}));
-  CHECK(same(*r, Done{1, 3}));
+  CHECK(same(*r, Done{1, 2, 3}));
 }
 
 TEST_CASE("exact encoding of DONE and OPEN") {
-  CHECK(enc(Done{1, 2}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x03, 0x00, 0x09, 0x00, 0x00, 0x00, 0x08,
-                                 0, 0, 0, 1, 0, 0, 0, 2});
-  const Bytes open = enc(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a"});
-  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x03, 0x00, 0x01, 0x00, 0x00, 0x00, 0x09,
-                      0x02, 0x02, 0x00, 0x01, 0x00, 0x03, 'm', '/', 'a'});
+  CHECK(enc(Done{1, 2, 3}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x04, 0x00, 0x09, 0x00, 0x00, 0x00, 0x0c,
+                                    0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3});
+  const Bytes open = enc(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a", {"b"}, {"- c"}});
+  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x04, 0x00, 0x01, 0x00, 0x00, 0x00, 0x15,
+                      0x02, 0x02, 0x00, 0x01, 0x00, 0x03, 'm', '/', 'a',
+                      0x00, 0x01, 0x00, 0x01, 'b', 0x00, 0x01, 0x00, 0x03, '-', ' ', 'c'});
+  CHECK(open_size(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a", {"b"}, {"- c"}}) == open.size());
   // Magic first, big-endian "RCP0".
   CHECK(((uint32_t{open[0]} << 24) | (uint32_t{open[1]} << 16) | (uint32_t{open[2]} << 8) | open[3]) == kMagic);
-  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x03, 0x00, 0x08, 0, 0, 0, 0});
+  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x04, 0x00, 0x08, 0, 0, 0, 0});
 }
 
 TEST_CASE("encode appends after existing bytes and leaves them intact on failure") {
   Bytes out{0xAA, 0xBB};
   REQUIRE(encode(Done{5, 6}, out).ok());
-  CHECK(out.size() == 2 + kHeaderSize + 8);
+  CHECK(out.size() == 2 + kHeaderSize + 12);
   CHECK(out[0] == 0xAA);
   CHECK(out[1] == 0xBB);
   auto r = decode(std::span<const uint8_t>(out).subspan(2));
@@ -528,6 +553,33 @@ TEST_CASE("FILE_RESULT: skipped is 0 or 1, and never with an error") {
   CHECK(decode(frame(t, payload(EIO, 0))).ok());
   expect_proto_error(frame(t, payload(0, 2)), "skipped not 0 or 1");
   expect_proto_error(frame(t, payload(EIO, 1)), "both skipped and failed");
+}
+
+TEST_CASE("OPEN's paths and filter rules are bounded and validated") {
+  auto ok = decode(frame(1, open_lists(2, {"b", "c/d"}, 2, {"- *.o", "+ x/"})));
+  REQUIRE(ok.ok());
+  CHECK(std::get<Open>(*ok).more == std::vector<std::string>{"b", "c/d"});
+  CHECK(std::get<Open>(*ok).filters == std::vector<std::string>{"- *.o", "+ x/"});
+  expect_proto_error(frame(1, open_lists(kMaxOpenPaths + 1, {}, 0, {})), "paths");
+  expect_proto_error(frame(1, open_lists(0, {}, kMaxOpenRules + 1, {})), "filter rules");
+  expect_proto_error(frame(1, open_lists(3, {"b", "c"}, 0, {})), "truncated");
+  expect_proto_error(frame(1, open_lists(1, {""}, 0, {})), "empty path");
+  expect_proto_error(frame(1, open_lists(1, {std::string("a\0b", 3)}, 0, {})), "NUL");
+  for (std::string bad : {"*.o", "x *.o", "- ", "-  ", "+x"}) {
+    CAPTURE(bad);
+    if (bad == "-  ") continue;  // "- " then a space: a pattern " " is a pattern
+    expect_proto_error(frame(1, open_lists(0, {}, 1, {bad})), "filter rule");
+  }
+  expect_proto_error(frame(1, open_lists(0, {}, 1, {std::string("- a\0", 4)})), "filter rule");
+  expect_proto_error(frame(1, open_lists(0, {}, 1, {"- " + std::string(kMaxOpenRuleLen, 'a')})));
+  // The encoder refuses what the decoder would.
+  Bytes out;
+  Open many{Op::get, Checksum::xxh128, 0, "m/a", std::vector<std::string>(kMaxOpenPaths + 1, "p"), {}};
+  CHECK_FALSE(encode(many, out).ok());
+  Open big{Op::get, Checksum::xxh128, 0, "m/a", std::vector<std::string>(200, std::string(30, 'p')), {}};
+  CHECK(open_size(big) > kMaxMessage);
+  CHECK_FALSE(encode(big, out).ok());
+  CHECK(out.empty());
 }
 
 TEST_CASE("MODULE_LIST is bounded: count, name length, whole size") {
