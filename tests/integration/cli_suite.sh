@@ -215,6 +215,16 @@ if command -v script > /dev/null; then
     grep -qE ' / 191 MiB +[0-9]+%.*B/s +[0-9]+:[0-9]{2}:[0-9]{2} +\[[0-9]+/3\]' "$work/lines"
   check "  ... never a percentage or an ETA next to a growing ('+') count" sh -c "! grep -E '\+( |\])' '$work/lines' | grep -qE '%|[0-9]:[0-9]{2}:[0-9]{2}'"
   check "  ... and the tree arrives" cmp -s "$exp/ptree/z200M" "$out/ptree/z200M"
+  # A push of a tree: rcp walks it as it goes; its own walk's totals give the line its total.
+  mkdir -p "$src/stree"
+  echo small > "$src/stree/a"
+  cp "$exp/ptree/z200M" "$src/stree/z200M"
+  script -qfc "timeout 60 '$RCP' -r --transport tcp --tcp-port $tport --chunk-size 64 --window 2 '$src/stree' 127.0.0.1:data/" "$work/ts5" > /dev/null 2>&1
+  tr '\r' '\n' < "$work/ts5" | grep -E '[0-9.]+ (B|KiB|MiB|GiB)/s' > "$work/lines"
+  check "a tree push shows the tree's totals once its walk is over: 3 entries, 191 MiB, an ETA" \
+    grep -qE ' / 191 MiB +[0-9]+%.*B/s +[0-9]+:[0-9]{2}:[0-9]{2} +\[[0-9]+/3\]' "$work/lines"
+  check "  ... and the tree arrives" cmp -s "$src/stree/z200M" "$exp/stree/z200M"
+  rm -rf "$src/stree" "$exp/stree"
   r 127.0.0.1:data/ptree/a "$out/np-pull" 2> "$work/err"
   check "no progress line on a pull when stderr is not a terminal" test ! -s "$work/err"
   rm -rf "$src/200M" "$exp/ptree" "$out/pull200M" "$out/ptree"
