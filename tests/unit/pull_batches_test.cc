@@ -164,7 +164,7 @@ TEST_CASE("pull batches: may_have_more is false once the last batch is out (the 
         if (!b->may_have_more()) break;
       }
       ::unlink(path);
-      CHECK(count == 3 ? batches == 1 : batches >= 3);
+      CHECK((count == 3 ? batches == 1 : batches >= 3));
       CHECK_FALSE(b->may_have_more());
       auto after = b->next();
       REQUIRE(after.ok());
