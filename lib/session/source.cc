@@ -33,6 +33,7 @@ class Source {
         pool_(t_, opt.slots, opt.chunk_size), free_(opt.slots), slots_(opt.slots) {}
 
   Status init() {
+    tally_.start(now_s());
     RCP_TRY(pool_.init(ring_, true));
     return start_hash_pool(opt_, hp_);
   }
@@ -118,6 +119,7 @@ class Source {
       if (!cur_) {
         if (!more() || files_.size() >= kMaxFilesInFlight || unended_ >= std::clamp<uint32_t>(opt_.max_files_open, 1, kMaxFilesOpen)) break;
         RCP_TRY(open_next(started));
+        RCP_TRY(announce_totals(started));
         continue;
       }
       File& f = files_.at(*cur_);
@@ -166,11 +168,15 @@ class Source {
     uint32_t done = 0;
   };
 
-  /// WALK_TOTALS when due (after the FILE_BEGINs it counts, before FINISH).
+  static double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+
+  /// WALK_TOTALS when due: after each entry opened (the FILE_BEGIN it counts
+  /// is sent) and once more per pump (an empty walk), always before FINISH.
   Status announce_totals(bool& started) {
     if (tally_.final_sent()) return {};
-    const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    auto t = tally_.due(!more(), now);
+    auto t = tally_.due(!more(), now_s());
     if (!t) return {};
     if (opt_.on_totals) opt_.on_totals(t->files, t->bytes, t->final != 0);
     started = true;

@@ -9,6 +9,11 @@ uint64_t add_sat(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b
 
 }  // namespace
 
+void WalkTally::start(double now) {
+  started_ = true;
+  last_ = now;
+}
+
 void WalkTally::begun(uint64_t size) {
   ++files_;
   bytes_ = add_sat(bytes_, size);

@@ -23,6 +23,9 @@ class WalkTally {
   /// files: about one message a second, never one per file).
   static constexpr double kInterval = 1.0;
 
+  /// The walk starts (monotonic seconds): the first growing count is due an
+  /// interval later. Without it the first due() starts the clock.
+  void start(double now);
   void begun(uint64_t size);
   /// What to announce now, if anything: once the walk is over (walk_over)
   /// the final totals, exactly once; before, the count when it grew and the

@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -1412,6 +1413,37 @@ TEST_CASE("walk totals: both ends learn the final totals, and the sink's progres
     CHECK(t.final);
   }
   CHECK(sink_done == total);  // 100%, though b's bytes never crossed
+}
+
+TEST_CASE("walk totals: a walk longer than the interval sends a growing count first, then the final totals") {
+  TempDir src, dst;
+  const std::string a = src.str("a"), b = src.str("b"), c = src.str("c");
+  write_file(a, pattern(kChunk, 67));
+  write_file(b, pattern(kChunk + 1, 68));
+  write_file(c, pattern(2, 69));
+  std::vector<SourceOpener> v = openers({a, b, c});
+  // A slow walk: the second entry takes longer than WalkTally::kInterval to open.
+  v[1] = [b]() {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    return open_source_file(AT_FDCWD, b, b, false);
+  };
+  std::vector<Totals> at_sink;
+  SessionOptions ko = options();
+  ko.on_totals = [&](uint64_t f, uint64_t n, bool fin) { at_sink.push_back({f, n, fin}); };
+  FakeLink link;
+  SinkThread sink(link.b(), dst.str(), ko);
+  Channel ch(link.a());
+  auto s = run_source(ch, std::move(v), options());
+  auto& k = sink.join();
+  REQUIRE(s.ok());
+  REQUIRE(k.ok());
+  REQUIRE(at_sink.size() >= 2);
+  CHECK_FALSE(at_sink.front().final);
+  CHECK(at_sink.front().files == 2);  // a and b begun, c not yet
+  CHECK(at_sink.front().bytes == 2 * kChunk + 1);
+  CHECK(at_sink.back().final);
+  CHECK(at_sink.back().files == 3);
+  CHECK(at_sink.back().bytes == 2 * kChunk + 3);
 }
 
 TEST_CASE("walk totals: a source's failed entry counts, so done never passes the totals") {

@@ -47,6 +47,16 @@ TEST_CASE("tally: the final totals once, a growing count at most once an interva
   CHECK_FALSE(t.due(false, 300.0));
 }
 
+TEST_CASE("tally: start() sets the clock, so a walk whose first due() comes late still gets its growing count") {
+  WalkTally t;
+  t.start(10.0);
+  t.begun(7);
+  auto a = t.due(false, 11.5);
+  REQUIRE(a);
+  CHECK(a->files == 1);
+  CHECK(a->final == 0);
+}
+
 TEST_CASE("tally: a short walk sends only its final totals; sizes saturate") {
   WalkTally t;
   t.begun(UINT64_MAX);
