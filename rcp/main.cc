@@ -279,6 +279,9 @@ struct Run {
   std::string carried_by;
   /// The progress hook each session's options get (unset: no progress line).
   std::function<void(uint64_t, uint32_t, std::string_view)> on_progress;
+  /// The totals hook (WALK_TOTALS): unset when the totals are known before
+  /// the copy (a push of named files) or there is no progress line.
+  std::function<void(uint64_t, uint64_t, bool)> on_totals;
   std::string secret;        ///< --password-file, the host's password_file or $RCP_PASSWORD; "" = none
   std::string default_user;  ///< when the address names none: the config's, else the login name
 
@@ -470,11 +473,26 @@ int run(const Options& o, const CLI::App& app) {
   struct Reset {
     ~Reset() { g_progress = nullptr; }
   } reset;
-  uint64_t base_bytes = 0, base_files = 0;  // of the sessions already finished (pull)
-  if (progress.enabled())
-    r.on_progress = [&](uint64_t b, uint32_t f, std::string_view cur) {
-      progress.update(base_bytes + b, base_files + f, cur);
+  // A pull of several sessions adds up: done and totals of the sessions
+  // already finished, plus the current one's; its totals are final only when
+  // it is the last session.
+  struct Sums {
+    uint64_t bytes = 0, files = 0, total_bytes = 0, total_files = 0;
+  } base, cur;
+  bool last_session = true;
+  auto sat = [](uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; };
+  if (progress.enabled()) {
+    r.on_progress = [&](uint64_t b, uint32_t f, std::string_view name) {
+      cur.bytes = b;
+      cur.files = f;
+      progress.update(sat(base.bytes, b), sat(base.files, f), name);
     };
+    r.on_totals = [&](uint64_t files, uint64_t bytes, bool final) {
+      cur.total_bytes = bytes;
+      cur.total_files = files;
+      progress.set_totals(sat(base.total_bytes, bytes), sat(base.total_files, files), final && last_session);
+    };
+  }
 
   // Everything local is checked before anything connects.
   auto filter = filters(app, eff);
@@ -495,7 +513,10 @@ int run(const Options& o, const CLI::App& app) {
     auto f = push_sources(srcs, eff, filter.value(), tree, contents, total_bytes, total_files);
     if (!f.ok()) return fail(f.error(), cli::Phase::local);
     files = std::move(f.value());
-    if (!tree) progress.set_totals(total_bytes, total_files);
+    if (!tree) {  // named files: known now, final
+      progress.set_totals(total_bytes, total_files);
+      r.on_totals = nullptr;
+    }
   } else if (!listing) {
     if (!o.files_from.empty() && srcs.size() != 1) {
       say("--files-from takes one source: the directory the listed paths are relative to");
@@ -540,6 +561,7 @@ int run(const Options& o, const CLI::App& app) {
     Channel ch(*t.value());
     SessionOptions so = session_options(r.set, Role::source, t.value()->negotiated());
     so.on_progress = r.on_progress;
+    so.on_totals = r.on_totals;
     auto key = r.authenticate(ch, dst);
     if (!key.ok()) return fail(key.error(), cli::Phase::session, cli::to_string(dst));
     so.chunk_key = key.value();
@@ -563,6 +585,8 @@ int run(const Options& o, const CLI::App& app) {
       Channel ch(*t.value());
       SessionOptions so = session_options(r.set, Role::sink, t.value()->negotiated());
       so.on_progress = r.on_progress;
+      so.on_totals = r.on_totals;
+      last_session = !batches.value().may_have_more();
       // Only what was asked for may arrive: each requested path's own name
       // (with --files-from the listed paths), and with -r the names below.
       dest->expect = batch.expect;
@@ -592,8 +616,9 @@ int run(const Options& o, const CLI::App& app) {
       total.bytes_pulled += st->bytes_pulled;
       total.bytes_matched += st->bytes_matched;
       total.files_deleted += st->files_deleted;
-      base_bytes += st->bytes;
-      base_files += st->files_ok + st->files_failed;
+      base = {sat(base.bytes, cur.bytes), sat(base.files, cur.files), sat(base.total_bytes, cur.total_bytes),
+              sat(base.total_files, cur.total_files)};
+      cur = {};
       for (auto& e : st->errors) total.note_error(e);
       total.errors_dropped += st->errors_dropped;
     }

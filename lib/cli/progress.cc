@@ -113,19 +113,31 @@ std::string format_progress(const ProgressState& st, size_t width) {
   // Fields in order of importance; on a narrow terminal the last ones go first.
   std::vector<std::string> fields;
   std::string bytes = pad_left(human_bytes(st.bytes_done), 10);
-  if (st.bytes_total > 0) {
+  if (st.bytes_total > 0 && st.growing) {
+    // Bytes known so far: a lower bound, never a percentage of it.
+    std::string total = human_bytes(std::max(st.bytes_total, st.bytes_done));
+    total.insert(total.find(' '), "+");
+    bytes += " / " + total;
+  } else if (st.bytes_total > 0) {
     const uint64_t done = std::min(st.bytes_done, st.bytes_total);
     const auto pct = static_cast<unsigned>(static_cast<long double>(done) * 100 / st.bytes_total);
     bytes += " / " + human_bytes(st.bytes_total) + pad_left(std::to_string(pct) + "%", 6);
   }
   fields.push_back(std::move(bytes));
   fields.push_back(pad_left(human_rate(st.rate), 10));
-  if (st.bytes_total > 0) {
+  if (st.bytes_total > 0 && !st.growing) {
     const double left = static_cast<double>(st.bytes_total - std::min(st.bytes_done, st.bytes_total));
     fields.push_back(format_eta(left == 0 ? 0 : st.rate > 0 ? left / st.rate : -1));
   }
-  if (st.files_total > 0)
-    fields.push_back("[" + std::to_string(st.files_done) + "/" + std::to_string(st.files_total) + "]");
+  // Done never shows above the total: a final total clamps it (a source
+  // that sent more than it announced is refused by the sink anyway), a
+  // growing one is at least what is done.
+  if (st.files_total > 0 && st.growing)
+    fields.push_back("[" + std::to_string(st.files_done) + "/" + std::to_string(std::max(st.files_done, st.files_total)) +
+                     "+]");
+  else if (st.files_total > 0)
+    fields.push_back("[" + std::to_string(std::min(st.files_done, st.files_total)) + "/" +
+                     std::to_string(st.files_total) + "]");
   else if (st.files_done > 0)
     fields.push_back("[" + std::to_string(st.files_done) + "]");
   auto join = [&] {
@@ -189,9 +201,10 @@ ProgressReporter::ProgressReporter(int fd, Mode mode, Clock clock, size_t width,
 
 ProgressReporter::~ProgressReporter() { finish(); }
 
-void ProgressReporter::set_totals(uint64_t bytes, uint64_t files) {
+void ProgressReporter::set_totals(uint64_t bytes, uint64_t files, bool final) {
   state_.bytes_total = bytes;
   state_.files_total = files;
+  state_.growing = !final;
 }
 
 void ProgressReporter::update(uint64_t bytes_done, uint64_t files_done, std::string_view current) {

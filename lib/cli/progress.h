@@ -4,6 +4,12 @@
 ///
 ///     1.50 GiB / 2.00 GiB   75%  512 MiB/s  0:00:01  [12/100] logs/2024/app.log.gz
 ///
+/// While the source is still walking its tree the totals are only a count
+/// that may grow (rsync's "ir-chk"): the line says so with a '+' and shows no
+/// percent and no ETA, which would be fiction:
+///
+///     1.50 GiB / 2.00+ GiB  512 MiB/s  [12/100+] logs/2024/app.log.gz
+///
 /// The formatter is pure (numbers + width -> string) so tests pin every
 /// field; ProgressReporter adds the terminal policy: only on a tty unless
 /// forced, at most one redraw every 200 ms (a 2 GiB push at 1 GiB/s is ~10
@@ -32,6 +38,9 @@ struct ProgressState {
   uint64_t bytes_total = 0;  ///< 0: not known (yet); the line then shows no percent or ETA
   uint64_t files_done = 0;
   uint64_t files_total = 0;  ///< 0: not known
+  /// The totals are what is known so far, not final (the walk goes on):
+  /// shown with '+', and no percent or ETA.
+  bool growing = false;
   double rate = 0;           ///< bytes per second, already smoothed (RateMeter)
   std::string_view current;  ///< the file being copied, "" for none
 };
@@ -77,8 +86,10 @@ class ProgressReporter {
   ProgressReporter& operator=(const ProgressReporter&) = delete;
 
   bool enabled() const { return enabled_; }
-  /// Totals as far as known; may be raised while a tree is still being walked.
-  void set_totals(uint64_t bytes, uint64_t files);
+  /// Totals as far as known. final = false: a count that may still grow
+  /// (the line shows it with '+', without percent or ETA); final: the
+  /// totals of the whole copy.
+  void set_totals(uint64_t bytes, uint64_t files, bool final = true);
   /// Reports progress; redraws when the last redraw is at least interval old
   /// (the first update draws at once).
   void update(uint64_t bytes_done, uint64_t files_done, std::string_view current);

@@ -38,6 +38,9 @@ class PullBatches {
 
   /// The next session's OPEN; nullopt when every source is sent.
   Result<std::optional<PullBatch>> next();
+  /// Whether next() may still return a batch (false: the last one was
+  /// returned, so its session's totals are the copy's).
+  bool may_have_more() const { return list_ ? !done_ || pending_.has_value() : i_ < srcs_.size(); }
 
  private:
   std::vector<const Address*> srcs_;

@@ -46,6 +46,11 @@ struct SessionOptions {
   /// ok or failed) and the file the last chunk belonged to. rcp draws its
   /// progress line from it (the reporter throttles itself); unset = no calls.
   std::function<void(uint64_t bytes_done, uint32_t files_done, std::string_view current)> on_progress;
+  /// Totals hook, on the loop's thread: entries and bytes the source's walk
+  /// has produced so far; final: the walk is over, these are the session's
+  /// totals. The source calls it as it announces WALK_TOTALS
+  /// (session/walk_totals.h), the sink as it receives one. Unset = no calls.
+  std::function<void(uint64_t files, uint64_t bytes, bool final)> on_totals;
   /// Authenticated session: every chunk digest is HMAC-SHA256 under this key
   /// over (file id, offset, length, bytes) (auth/chunk_mac.h), whatever
   /// `checksum` says, so a byte changed on the wire cannot be hidden by

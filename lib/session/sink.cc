@@ -23,6 +23,7 @@
 #include "session/loop.h"
 #include "session/plan.h"
 #include "session/pool.h"
+#include "session/walk_totals.h"
 #include "util/log.h"
 #include "util/overloaded.h"
 #include "util/test_faults.h"
@@ -65,6 +66,7 @@ class Sink {
                           [&](wire::FileEnd& x) { return handle(x); },
                           [&](wire::Finish&) { return on_finish(); },
                           [&](wire::FileSkipped& x) { return handle(x); },
+                          [&](wire::WalkTotals& x) { return handle(x); },
                           [&](wire::ErrorMsg& e) -> Status { return make_error(e.err, t_.peer() + ": " + e.message); },
                           // What only a sink sends, or only comes before the session:
                           [&](wire::Open& x) { return unexpected(x); },
@@ -97,6 +99,7 @@ class Sink {
     if (--p.writes_out == 0) {
       if (!f.failed) f.written += p.c.length;
       progress_bytes_ += p.c.length;
+      f.counted += p.c.length;
       if (opt_.on_progress) opt_.on_progress(progress_bytes_, stats_.files_ok + stats_.files_failed, f.shown);
       finish_chunk(w.cookie);
       return check_file(f.id);
@@ -131,6 +134,7 @@ class Sink {
             f.written += c.length;
             f.matched += c.length;
             progress_bytes_ += c.length;
+            f.counted += c.length;
           }
           give_back(c.slot);
           queue_.pop_front();
@@ -194,6 +198,7 @@ class Sink {
     DirectFile direct;  // O_DIRECT twin of tmp's fd (--direct), for whole granules
     FileLedger ledger;
     uint64_t written = 0;
+    uint64_t counted = 0;  // of its bytes, counted in progress_bytes_ so far
     bool touched = false;  // a write was submitted (a device keeps what reached it)
     uint32_t chunks_active = 0;
     int inline_writes = -1;  // io/write_inline.h; -1: not asked yet
@@ -221,6 +226,7 @@ class Sink {
     if (finish_seen_) return proto_error(t_, "FILE_BEGIN after FINISH");
     if (files_.count(fb.file_id) || fb.file_id < next_file_id_) return proto_error(t_, "file id reused");
     next_file_id_ = fb.file_id + 1;
+    if (Status st = totals_.begin(fb.size); !st.ok()) return proto_error(t_, st.error().context);
     if (unended_ >= kMaxFilesOpen)
       return proto_error(t_, fmt::format("more than {} files begun and not ended", kMaxFilesOpen));
     File f(fb.file_id, fb.size, fb.mode, opt_.checksum);
@@ -261,12 +267,20 @@ class Sink {
     return {};
   }
 
+  Status handle(wire::WalkTotals& x) {
+    if (finish_seen_) return proto_error(t_, "WALK_TOTALS after FINISH");
+    if (Status st = totals_.announce(x); !st.ok()) return proto_error(t_, st.error().context);
+    if (opt_.on_totals) opt_.on_totals(x.files, x.bytes, x.final != 0);
+    return {};
+  }
+
   Status handle(wire::FileSkipped& x) {
     if (finish_seen_) return proto_error(t_, "FILE_SKIPPED after FINISH");
     if (x.err == 0) {  // a notice: skipped by design (a symlink or special file in a tree)
       log_error("{}", x.message);
       return {};
     }
+    if (Status st = totals_.begin(0); !st.ok()) return proto_error(t_, st.error().context);
     ++stats_.files_failed;
     stats_.note_error(fmt::format("{} (not sent by {})", x.message, t_.peer()));
     if (pruner_) pruner_->source_error();
@@ -497,6 +511,9 @@ class Sink {
       r.skipped = kept ? 1 : 0;
       stats_.bytes += f.size;
     }
+    // The rest of a skipped or failed file is done too: the progress line's
+    // bytes reach the announced total.
+    progress_bytes_ += f.size - std::min(f.counted, f.size);
     if (opt_.on_progress) opt_.on_progress(progress_bytes_, stats_.files_ok + stats_.files_failed, {});
     files_.erase(id);
     return ch_.send(r);
@@ -527,6 +544,7 @@ class Sink {
   bool direct_noted_ = false;  // the O_DIRECT fallback was logged (once per session)
   bool done_sent_ = false;
   uint64_t progress_bytes_ = 0;
+  WalkTotalsCheck totals_;
   TransferStats stats_;
 };
 }  // namespace

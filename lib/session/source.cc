@@ -18,6 +18,7 @@
 #include "session/loop.h"
 #include "session/plan.h"
 #include "session/pool.h"
+#include "session/walk_totals.h"
 #include "util/log.h"
 #include "util/overloaded.h"
 #include "util/test_faults.h"
@@ -32,6 +33,7 @@ class Source {
         pool_(t_, opt.slots, opt.chunk_size), free_(opt.slots), slots_(opt.slots) {}
 
   Status init() {
+    tally_.start(now_s());
     RCP_TRY(pool_.init(ring_, true));
     return start_hash_pool(opt_, hp_);
   }
@@ -67,6 +69,7 @@ class Source {
                           [&](wire::Finish& x) { return unexpected(x); },
                           [&](wire::FileSkipped& x) { return unexpected(x); },
                           [&](wire::ModuleList& x) { return unexpected(x); },
+                          [&](wire::WalkTotals& x) { return unexpected(x); },
                       },
                       m);
   }
@@ -116,6 +119,7 @@ class Source {
       if (!cur_) {
         if (!more() || files_.size() >= kMaxFilesInFlight || unended_ >= std::clamp<uint32_t>(opt_.max_files_open, 1, kMaxFilesOpen)) break;
         RCP_TRY(open_next(started));
+        RCP_TRY(announce_totals(started));
         continue;
       }
       File& f = files_.at(*cur_);
@@ -132,6 +136,7 @@ class Source {
       submit_read(slot, f);
       started = true;
     }
+    RCP_TRY(announce_totals(started));
     if (!cur_ && !more() && !finish_sent_ && all_ended()) {
       RCP_TRY(ch_.send(wire::Finish{}));
       finish_sent_ = true;
@@ -154,6 +159,7 @@ class Source {
     bool is_dir = false;
     DirectFile direct;  // O_DIRECT twin of fd (--direct), for whole granules
     bool stopped = false;  // STOP_FILE: the sink has it; no more reads
+    uint64_t counted = 0;  // of its bytes, counted in progress_bytes_ so far
   };
   struct Slot {
     uint32_t file_id = 0;
@@ -162,10 +168,26 @@ class Source {
     uint32_t done = 0;
   };
 
+  static double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+
+  /// WALK_TOTALS when due: after each entry opened (the FILE_BEGIN it counts
+  /// is sent) and once more per pump (an empty walk), always before FINISH.
+  Status announce_totals(bool& started) {
+    if (tally_.final_sent()) return {};
+    auto t = tally_.due(!more(), now_s());
+    if (!t) return {};
+    if (opt_.on_totals) opt_.on_totals(t->files, t->bytes, t->final != 0);
+    started = true;
+    return ch_.send(*t);
+  }
+
   Status on_chunk_done(const wire::ChunkDone& d) {
     for (uint32_t s : d.slots) {
       if (!free_.give(s)) return proto_error(t_, fmt::format("returned slot {} that was not lent", s));
       progress_bytes_ += slots_[s].length;
+      if (auto it = files_.find(slots_[s].file_id); it != files_.end()) it->second.counted += slots_[s].length;
     }
     report_progress(slots_.empty() || d.slots.empty() ? 0 : slots_[d.slots.back()].file_id);
     return {};
@@ -210,6 +232,9 @@ class Source {
       ++stats_.files_failed;
       stats_.note_error(fmt::format("{}: {}", it->second.shown, r.message));
     }
+    // The rest of a skipped, stopped or failed file is done too: the
+    // progress line's bytes reach the announced total.
+    progress_bytes_ += f.size - std::min(f.counted, f.size);
     files_.erase(it);
     report_progress(0);
     return {};
@@ -254,6 +279,7 @@ class Source {
     if (!sf.ok()) {
       // Told to the sink too: a get's client must not think it has everything.
       ++stats_.files_failed;
+      tally_.begun(0);  // an entry of the walk too (the sink counts it as a failed file)
       const std::string why = sf.error().message();
       stats_.note_error(why);
       started = true;
@@ -279,6 +305,7 @@ class Source {
     const uint32_t mode = sf->is_dir ? (S_IFDIR | (sf->mode & 0777)) : (sf->mode & 0777);
     wire::FileBegin fb{id, sf->size, mode, sf->mtime_ns, sf->name};
     RCP_TRY(ch_.send(fb));
+    tally_.begun(sf->size);
     files_.emplace(id, std::move(f));
     ++unended_;
     cur_ = id;
@@ -322,6 +349,7 @@ class Source {
   bool finish_sent_ = false;
   bool done_ = false;
   uint64_t progress_bytes_ = 0;
+  WalkTally tally_;
   TransferStats stats_;
 };
 }  // namespace

@@ -145,6 +145,12 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                    w.str(f.message.substr(0, kMaxText));
                  },
                  [&](const StopFile& f) { w.u32(f.file_id); },
+                 [&](const WalkTotals& t) {
+                   if (t.files > kMaxWalkFiles || t.final > 1) st = proto("WALK_TOTALS out of range");
+                   w.u64(t.files);
+                   w.u64(t.bytes);
+                   w.u8(t.final);
+                 },
                  [&](const ModuleList& l) {
                    if (l.modules.size() > kMaxModules) st = proto("too many modules in MODULE_LIST");
                    w.u8(l.truncated);
@@ -280,6 +286,16 @@ Status read_body(Reader& r, FileResult& f) {
 
 Status read_body(Reader& r, StopFile& f) {
   f.file_id = r.u32();
+  return {};
+}
+
+Status read_body(Reader& r, WalkTotals& t) {
+  t.files = r.u64();
+  t.bytes = r.u64();
+  t.final = r.u8();
+  if (r.ok() && t.final > 1) return proto("WALK_TOTALS with final not 0 or 1");
+  if (r.ok() && t.files > kMaxWalkFiles)
+    return proto(fmt::format("WALK_TOTALS announces {} files (a session holds at most {})", t.files, kMaxWalkFiles));
   return {};
 }
 

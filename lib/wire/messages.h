@@ -23,7 +23,8 @@ constexpr uint32_t kMagic = 0x52435030;  // "RCP0"
 /// 3: FILE_BEGIN carries mtime_ns; FILE_RESULT says skipped/pulled/matched;
 ///    STOP_FILE (the sink has the file already).
 /// 4: OPEN carries more source paths and filter rules; DONE the entries deleted.
-constexpr uint16_t kVersion = 4;
+/// 5: WALK_TOTALS (the source's count of what it sends, for the sink's progress line).
+constexpr uint16_t kVersion = 5;
 /// The version this process speaks: kVersion, unless the test-only fault
 /// switch RCP_TEST_FAULT=protocol-version=N makes it pretend to be another
 /// release (so the suite can prove a mismatch is refused with a clear error).
@@ -60,6 +61,7 @@ enum class MsgType : uint16_t {
   file_skipped = 11,
   module_list = 12,
   stop_file = 13,
+  walk_totals = 14,
 };
 
 /// list: OPEN's path is empty; the daemon answers with MODULE_LIST (no OPEN_OK).
@@ -228,6 +230,22 @@ struct StopFile {
 };
 constexpr size_t kMaxModuleText = 255;
 
+/// Source → sink: what the source's walk has produced so far — entries
+/// (files and directories as FILE_BEGINs, and FILE_SKIPPEDs with an error)
+/// and the bytes of their sizes —
+/// so the sink's progress line can show a total and an ETA (rsync's
+/// --info=progress2). final = 1: the walk is over and these are the totals
+/// of the session; 0: a count that may still grow (rsync's "ir-chk"). Sent
+/// after the FILE_BEGINs it counts, never decreasing, at most one final one,
+/// and no FILE_BEGIN after it may exceed it (the sink refuses a liar).
+/// files fits a file id (u32): a source never begins more.
+struct WalkTotals {
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+  uint8_t final = 0;  ///< 0 or 1
+};
+constexpr uint64_t kMaxWalkFiles = UINT32_MAX;
+
 /// Every control message. The order is the wire: alternative i travels as
 /// MsgType i + 1 (checked below), and decode() picks the alternative by that
 /// index, so there is no switch to forget a case in.
@@ -245,7 +263,7 @@ constexpr size_t kMaxModuleText = 255;
 ///  7. a sample in tests/unit/wire_test.cc samples(), which round-trips and
 ///     truncates every message.
 using Message = std::variant<Open, OpenOk, FileBegin, ChunkReady, ChunkDone, FileEnd, FileResult,
-                             Finish, Done, ErrorMsg, FileSkipped, ModuleList, StopFile>;
+                             Finish, Done, ErrorMsg, FileSkipped, ModuleList, StopFile, WalkTotals>;
 
 /// The wire type and the name (for logs and errors) of each message. No
 /// primary definition: a message without an entry does not compile.
@@ -271,6 +289,7 @@ RCP_WIRE_MSG(FileSkipped, file_skipped, "FILE_SKIPPED");
 
 RCP_WIRE_MSG(ModuleList, module_list, "MODULE_LIST");
 RCP_WIRE_MSG(StopFile, stop_file, "STOP_FILE");
+RCP_WIRE_MSG(WalkTotals, walk_totals, "WALK_TOTALS");
 #undef RCP_WIRE_MSG
 
 /// Messages in the protocol: MsgType values 1 .. kMessageTypes.

@@ -75,6 +75,8 @@ int main(int argc, char** argv) {
   msg("file_result_skipped", FileResult{7, 0, 1, 0, 0, ""});
   msg("file_result_delta", FileResult{7, 0, 0, 1u << 20, 63u << 20, ""});
   msg("stop_file", StopFile{7});
+  msg("walk_totals_growing", WalkTotals{120, 5u << 30, 0});
+  msg("walk_totals_final", WalkTotals{4096, 0x0000123456789abcull, 1});
   msg("open_rules", Open{Op::put, Checksum::xxh128, kOpenChecksum | kOpenUpdate | kOpenWholeFile, "data/x"});
   msg("file_result_err", FileResult{8, 13, 0, 0, 0, "permission denied: data/x"});
   msg("finish", Finish{});

@@ -200,7 +200,37 @@ if command -v script > /dev/null; then
   check "-q draws no progress line on a terminal" sh -c "! grep -q 'B/s' '$work/ts2'"
   r --progress "$src/3M" 127.0.0.1:data/p3 2> "$work/err"
   check "--progress forces it when stderr is not a terminal" grep -q "3M" "$work/err"
-  rm -f "$src/200M" "$exp/200M"
+  # A pull: the daemon walks, and its WALK_TOTALS gives the client a total and an ETA
+  # (191 MiB: 200,000,000 bytes). The tree's big file comes last (names are sorted), so
+  # the totals are final while its bytes still flow.
+  mkdir -p "$exp/ptree"
+  echo small > "$exp/ptree/a"
+  mv "$exp/200M" "$exp/ptree/z200M"
+  script -qfc "timeout 60 '$RCP' --transport tcp --tcp-port $tport --chunk-size 64 --window 2 127.0.0.1:data/ptree/z200M '$out/pull200M'" "$work/ts3" > /dev/null 2>&1
+  tr '\r' '\n' < "$work/ts3" | grep -E '[0-9.]+ (B|KiB|MiB|GiB)/s' > "$work/lines"
+  check "a pull draws the progress line on a terminal" test "$(wc -l < "$work/lines")" -ge 2
+  check "  ... with the total, a percentage and an ETA (the daemon announced its totals)" \
+    grep -qE ' / 191 MiB +[0-9]+%.*B/s +[0-9]+:[0-9]{2}:[0-9]{2}' "$work/lines"
+  check "  ... and the file arrives" cmp -s "$exp/ptree/z200M" "$out/pull200M"
+  script -qfc "timeout 60 '$RCP' -r --transport tcp --tcp-port $tport --chunk-size 64 --window 2 127.0.0.1:data/ptree '$out/'" "$work/ts4" > /dev/null 2>&1
+  tr '\r' '\n' < "$work/ts4" | grep -E '[0-9.]+ (B|KiB|MiB|GiB)/s' > "$work/lines"
+  check "a tree pull shows the tree's totals once its walk is over: 3 entries, 191 MiB, an ETA" \
+    grep -qE ' / 191 MiB +[0-9]+%.*B/s +[0-9]+:[0-9]{2}:[0-9]{2} +\[[0-9]+/3\]' "$work/lines"
+  check "  ... never a percentage or an ETA next to a growing ('+') count" sh -c "! grep -E '\+( |\])' '$work/lines' | grep -qE '%|[0-9]:[0-9]{2}:[0-9]{2}'"
+  check "  ... and the tree arrives" cmp -s "$exp/ptree/z200M" "$out/ptree/z200M"
+  # A push of a tree: rcp walks it as it goes; its own walk's totals give the line its total.
+  mkdir -p "$src/stree"
+  echo small > "$src/stree/a"
+  cp "$exp/ptree/z200M" "$src/stree/z200M"
+  script -qfc "timeout 60 '$RCP' -r --transport tcp --tcp-port $tport --chunk-size 64 --window 2 '$src/stree' 127.0.0.1:data/" "$work/ts5" > /dev/null 2>&1
+  tr '\r' '\n' < "$work/ts5" | grep -E '[0-9.]+ (B|KiB|MiB|GiB)/s' > "$work/lines"
+  check "a tree push shows the tree's totals once its walk is over: 3 entries, 191 MiB, an ETA" \
+    grep -qE ' / 191 MiB +[0-9]+%.*B/s +[0-9]+:[0-9]{2}:[0-9]{2} +\[[0-9]+/3\]' "$work/lines"
+  check "  ... and the tree arrives" cmp -s "$src/stree/z200M" "$exp/stree/z200M"
+  rm -rf "$src/stree" "$exp/stree"
+  r 127.0.0.1:data/ptree/a "$out/np-pull" 2> "$work/err"
+  check "no progress line on a pull when stderr is not a terminal" test ! -s "$work/err"
+  rm -rf "$src/200M" "$exp/ptree" "$out/pull200M" "$out/ptree"
 else
   bad "script(1) is missing: the pty progress test cannot run (apt-get install bsdutils)"
 fi

@@ -119,6 +119,60 @@ TEST_CASE("unknown totals: no percent, no ETA; unknown rate: ETA unknown") {
   CHECK(contains(format_progress(st, 80), "100%"));
 }
 
+TEST_CASE("growing totals (the source still walks): '+', no percent, no ETA, as rsync's ir-chk") {
+  ProgressState st;
+  st.bytes_done = 3ull << 29;  // 1.5 GiB
+  st.bytes_total = 2ull << 30;
+  st.files_done = 12;
+  st.files_total = 100;
+  st.rate = 512.0 * (1 << 20);
+  st.growing = true;
+  std::string line = format_progress(st, 100);
+  CHECK_MESSAGE(contains(line, "1.50 GiB / 2.00+ GiB"), line);
+  CHECK_MESSAGE(contains(line, "[12/100+]"), line);
+  CHECK(contains(line, "512 MiB/s"));
+  CHECK_FALSE(contains(line, "%"));
+  CHECK_FALSE(contains(line, ":"));  // no ETA, not even "--:--:--"
+  // Done beyond the count so far (files begun after it was sent): the count
+  // shown is at least what is done, never "[150/100+]".
+  st.files_done = 150;
+  st.bytes_done = 3ull << 30;
+  line = format_progress(st, 100);
+  CHECK_MESSAGE(contains(line, "[150/150+]"), line);
+  CHECK_MESSAGE(contains(line, "3.00 GiB / 3.00+ GiB"), line);
+  // Final: percent and ETA over the totals.
+  st.growing = false;
+  st.files_done = 12;
+  st.bytes_done = 3ull << 29;
+  line = format_progress(st, 100);
+  CHECK(contains(line, " 75%"));
+  CHECK(contains(line, "0:00:01"));
+  CHECK(contains(line, "[12/100]"));
+}
+
+TEST_CASE("final totals a peer lied about: clamped, never a negative or absurd ETA") {
+  ProgressState st;
+  st.bytes_total = 1000;
+  st.files_total = 2;
+  st.bytes_done = 5000;  // more than announced
+  st.files_done = 7;
+  st.rate = 100;
+  std::string line = format_progress(st, 100);
+  CHECK_MESSAGE(contains(line, "100%"), line);
+  CHECK(contains(line, "0:00:00"));
+  CHECK(contains(line, "[2/2]"));
+  CHECK_FALSE(contains(line, "-"));
+  st.bytes_total = UINT64_MAX;  // absurd: the ETA is unknown, not a huge number
+  st.bytes_done = 1;
+  st.rate = 1;
+  line = format_progress(st, 100);
+  CHECK_MESSAGE(contains(line, "16.0 EiB"), line);
+  CHECK(contains(line, "  0%"));
+  CHECK(contains(line, "--:--:--"));
+  st.rate = 0;
+  CHECK(contains(format_progress(st, 100), "--:--:--"));
+}
+
 TEST_CASE("the line never reaches the last column; long names keep their tail") {
   ProgressState st;
   st.bytes_done = 1;
@@ -214,6 +268,28 @@ TEST_CASE("ProgressReporter: redraws at most every interval, \\r + line + erase,
     CHECK(p.drain().empty());
   }
   CHECK(p.drain().empty());  // destructor: already finished
+}
+
+TEST_CASE("ProgressReporter: totals grow while the walk goes on, then become final") {
+  Pipe p;
+  double now = 100;
+  ProgressReporter r(p.w, ProgressReporter::Mode::always, [&] { return now; }, 100);
+  r.set_totals(4000, 4, false);
+  r.update(1000, 1, "a");
+  std::string out = p.drain();
+  CHECK_MESSAGE(contains(out, "[1/4+]"), out);
+  CHECK_FALSE(contains(out, "%"));
+  now += 1;
+  r.set_totals(8000, 8, true);
+  r.update(2000, 2, "b");
+  out = p.drain();
+  CHECK_MESSAGE(contains(out, "25%"), out);
+  CHECK(contains(out, "[2/8]"));
+  CHECK(contains(out, "0:00:0"));  // an ETA from the rate
+  now += 1;
+  r.set_totals(8000, 8);  // the default is final (a push of named files)
+  r.update(4000, 4, "c");
+  CHECK(contains(p.drain(), "50%"));
 }
 
 TEST_CASE("ProgressReporter: off when not a tty (auto) or never; the destructor erases") {

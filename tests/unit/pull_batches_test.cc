@@ -138,3 +138,52 @@ TEST_CASE("pull batches: rules too big for one OPEN are refused before connectin
   REQUIRE_FALSE(b.ok());
   CHECK(b.error().code == E2BIG);
 }
+
+TEST_CASE("pull batches: may_have_more is false once the last batch is out (the progress totals are then final)") {
+  SUBCASE("one module: one batch") {
+    auto addrs = parse_all({"h:data/a", "h:data/b", "dest"});
+    auto b = pull_batches(addrs, "", false, false, 0, {});
+    REQUIRE(b.ok());
+    CHECK(b->may_have_more());
+    REQUIRE(b->next()->has_value());
+    CHECK_FALSE(b->may_have_more());
+  }
+  SUBCASE("two modules: two batches") {
+    auto addrs = parse_all({"h:data/a", "h:logs/b", "dest"});
+    auto b = pull_batches(addrs, "", false, false, 0, {});
+    REQUIRE(b.ok());
+    REQUIRE(b->next()->has_value());
+    CHECK(b->may_have_more());
+    REQUIRE(b->next()->has_value());
+    CHECK_FALSE(b->may_have_more());
+  }
+  SUBCASE("--files-from: more while the list goes on") {
+    for (int count : {3, 2500}) {
+      CAPTURE(count);
+      char path[] = "/tmp/rcp-batches-XXXXXX";
+      int fd = ::mkstemp(path);
+      REQUIRE(fd >= 0);
+      std::string text;
+      for (int i = 0; i < count; ++i) text += "f" + std::to_string(i) + "\n";
+      REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+      ::close(fd);
+      auto addrs = parse_all({"h:data/base", "dest"});
+      auto b = pull_batches(addrs, path, false, false, 0, {});
+      REQUIRE(b.ok());
+      int batches = 0;
+      for (;;) {
+        auto n = b->next();
+        REQUIRE(n.ok());
+        if (!n->has_value()) break;
+        ++batches;
+        if (!b->may_have_more()) break;
+      }
+      ::unlink(path);
+      CHECK((count == 3 ? batches == 1 : batches >= 3));
+      CHECK_FALSE(b->may_have_more());
+      auto after = b->next();
+      REQUIRE(after.ok());
+      CHECK_FALSE(after->has_value());
+    }
+  }
+}

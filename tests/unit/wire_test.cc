@@ -46,6 +46,7 @@ bool eq(const FileResult& a, const FileResult& b) {
          a.matched == b.matched && a.message == b.message;
 }
 bool eq(const StopFile& a, const StopFile& b) { return a.file_id == b.file_id; }
+bool eq(const WalkTotals& a, const WalkTotals& b) { return a.files == b.files && a.bytes == b.bytes && a.final == b.final; }
 bool eq(const Finish&, const Finish&) { return true; }
 bool eq(const Done& a, const Done& b) {
   return a.files_ok == b.files_ok && a.files_failed == b.files_failed && a.files_deleted == b.files_deleted;
@@ -120,6 +121,9 @@ std::vector<Message> samples() {
   v.push_back(ModuleList{});
   v.push_back(ModuleList{{{"data", ""}, {"logs", "nightly logs\twith a tab"}, {kUtf8, std::string(kMaxModuleText, 'c')}}, 1});
   v.push_back(Open{Op::list, Checksum::xxh128, 0, ""});
+  v.push_back(WalkTotals{});
+  v.push_back(WalkTotals{12, 0x0123456789ABCDEFull, 1});
+  v.push_back(WalkTotals{kMaxWalkFiles, std::numeric_limits<uint64_t>::max(), 0});
   return v;
 }
 
@@ -297,16 +301,16 @@ TEST_CASE("a decoded message differs when a field differs (the comparison can fa
 }
 
 TEST_CASE("exact encoding of DONE and OPEN") {
-  CHECK(enc(Done{1, 2, 3}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x04, 0x00, 0x09, 0x00, 0x00, 0x00, 0x0c,
+  CHECK(enc(Done{1, 2, 3}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x05, 0x00, 0x09, 0x00, 0x00, 0x00, 0x0c,
                                     0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3});
   const Bytes open = enc(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a", {"b"}, {"- c"}});
-  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x04, 0x00, 0x01, 0x00, 0x00, 0x00, 0x15,
+  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x05, 0x00, 0x01, 0x00, 0x00, 0x00, 0x15,
                       0x02, 0x02, 0x00, 0x01, 0x00, 0x03, 'm', '/', 'a',
                       0x00, 0x01, 0x00, 0x01, 'b', 0x00, 0x01, 0x00, 0x03, '-', ' ', 'c'});
   CHECK(open_size(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a", {"b"}, {"- c"}}) == open.size());
   // Magic first, big-endian "RCP0".
   CHECK(((uint32_t{open[0]} << 24) | (uint32_t{open[1]} << 16) | (uint32_t{open[2]} << 8) | open[3]) == kMagic);
-  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x04, 0x00, 0x08, 0, 0, 0, 0});
+  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x05, 0x00, 0x08, 0, 0, 0, 0});
 }
 
 TEST_CASE("encode appends after existing bytes and leaves them intact on failure") {
@@ -553,6 +557,29 @@ TEST_CASE("FILE_RESULT: skipped is 0 or 1, and never with an error") {
   CHECK(decode(frame(t, payload(EIO, 0))).ok());
   expect_proto_error(frame(t, payload(0, 2)), "skipped not 0 or 1");
   expect_proto_error(frame(t, payload(EIO, 1)), "both skipped and failed");
+}
+
+TEST_CASE("WALK_TOTALS: final is 0 or 1, files fit a file id, any byte count") {
+  const auto payload = [](uint64_t files, uint64_t bytes, uint8_t final) {
+    Bytes p;
+    Writer w(p);
+    w.u64(files);
+    w.u64(bytes);
+    w.u8(final);
+    return p;
+  };
+  const uint16_t t = static_cast<uint16_t>(MsgType::walk_totals);
+  auto ok = decode(frame(t, payload(kMaxWalkFiles, UINT64_MAX, 1)));
+  REQUIRE(ok.ok());
+  CHECK(std::get<WalkTotals>(ok.value()).bytes == UINT64_MAX);
+  CHECK(decode(frame(t, payload(0, 0, 0))).ok());
+  expect_proto_error(frame(t, payload(1, 1, 2)), "final not 0 or 1");
+  expect_proto_error(frame(t, payload(kMaxWalkFiles + 1, 0, 1)), "announces 4294967296 files");
+  expect_proto_error(frame(t, payload(UINT64_MAX, 0, 0)), "announces");
+  Bytes out;
+  CHECK_FALSE(encode(WalkTotals{kMaxWalkFiles + 1, 0, 1}, out).ok());
+  CHECK_FALSE(encode(WalkTotals{1, 0, 2}, out).ok());
+  CHECK(out.empty());
 }
 
 TEST_CASE("OPEN's paths and filter rules are bounded and validated") {
