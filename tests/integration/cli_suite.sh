@@ -178,7 +178,13 @@ check "Ctrl-C exits 20" test $rc = 20
 for _ in $(seq 20); do
   timeout 60 "$RCP" --transport tcp --chunk-size 64 --tcp-port $((tport + 4)) 127.0.0.1:data/3M "$out/slow2" 2> "$work/err" &
   cpid=$!
-  sleep 0.8
+  # SIGINT once the copy runs (its temp file exists), not after a fixed time: an ASan build
+  # under load was interrupted before it had installed its handler (rc 130)
+  for _ in $(seq 100); do
+    [ -n "$(find "$out" -maxdepth 1 -name '.slow2.rcp-*' 2>/dev/null)" ] && break
+    kill -0 $cpid 2>/dev/null || break
+    sleep 0.1
+  done
   kill -INT $cpid 2>/dev/null; wait $cpid; rc=$?
   grep -q busy "$work/err" || break
   sleep 0.5
@@ -187,13 +193,18 @@ check "  ... and prints 'rcp: interrupted' (rc $rc)" sh -c "test $rc = 20 && gre
 
 # --- progress under a real pseudo-terminal: one line, redrawn with a rate, gone at the end
 if command -v script > /dev/null; then
-  head -c 200000000 /dev/zero > "$src/200M"
-  script -qfc "timeout 60 '$RCP' --transport tcp --tcp-port $tport --chunk-size 64 --window 2 '$src/200M' 127.0.0.1:data/200M" "$work/typescript" > /dev/null 2>&1
+  head -c 8388608 /dev/zero > "$src/8M"
+  # The sources are paced (10 ms per 64 KiB chunk: 8 MiB in >= 1.3 s, redrawn every 0.2 s), so
+  # what is checked does not depend on how fast this machine copies (seen: an unpaced 200 MB
+  # tree pull ended before its first redraw with the final totals).
+  slow="env RCP_TEST_FAULT=source-delay-ms=10"
+  start_daemon "$work/rcpd-paced.log" RCP_TEST_FAULT=source-delay-ms=10 --listen "127.0.0.1:$((tport + 6))" --transport tcp --export data="$exp"
+  script -qfc "timeout 60 $slow '$RCP' --transport tcp --tcp-port $tport --chunk-size 64 --window 2 '$src/8M' 127.0.0.1:data/8M" "$work/typescript" > /dev/null 2>&1
   tr '\r' '\n' < "$work/typescript" | grep -E '[0-9.]+ (B|KiB|MiB|GiB)/s' > "$work/lines"
   check "the progress line is drawn on a terminal, with a rate" test "$(wc -l < "$work/lines")" -ge 2
   check "  ... redrawn in place (\\r, erase to end of line)" grep -q $'\r' "$work/typescript"
-  check "  ... with a percentage and the file name" grep -q '%.*200M' "$work/lines"
-  check "  ... and the copy arrives" cmp -s "$src/200M" "$exp/200M"
+  check "  ... with a percentage and the file name" grep -q '%.*8M' "$work/lines"
+  check "  ... and the copy arrives" cmp -s "$src/8M" "$exp/8M"
   r "$src/f" 127.0.0.1:data/np 2> "$work/err"
   check "no progress line when stderr is not a terminal" test ! -s "$work/err"
   script -qfc "timeout 60 '$RCP' -q --transport tcp --tcp-port $tport '$src/3M' 127.0.0.1:data/q3" "$work/ts2" > /dev/null 2>&1
@@ -201,36 +212,36 @@ if command -v script > /dev/null; then
   r --progress "$src/3M" 127.0.0.1:data/p3 2> "$work/err"
   check "--progress forces it when stderr is not a terminal" grep -q "3M" "$work/err"
   # A pull: the daemon walks, and its WALK_TOTALS gives the client a total and an ETA
-  # (191 MiB: 200,000,000 bytes). The tree's big file comes last (names are sorted), so
+  # (8.00 MiB: 8,388,608 bytes). The tree's big file comes last (names are sorted), so
   # the totals are final while its bytes still flow.
   mkdir -p "$exp/ptree"
   echo small > "$exp/ptree/a"
-  mv "$exp/200M" "$exp/ptree/z200M"
-  script -qfc "timeout 60 '$RCP' --transport tcp --tcp-port $tport --chunk-size 64 --window 2 127.0.0.1:data/ptree/z200M '$out/pull200M'" "$work/ts3" > /dev/null 2>&1
+  mv "$exp/8M" "$exp/ptree/z8M"
+  script -qfc "timeout 60 '$RCP' --transport tcp --tcp-port $((tport + 6)) --chunk-size 64 --window 2 127.0.0.1:data/ptree/z8M '$out/pull8M'" "$work/ts3" > /dev/null 2>&1
   tr '\r' '\n' < "$work/ts3" | grep -E '[0-9.]+ (B|KiB|MiB|GiB)/s' > "$work/lines"
   check "a pull draws the progress line on a terminal" test "$(wc -l < "$work/lines")" -ge 2
   check "  ... with the total, a percentage and an ETA (the daemon announced its totals)" \
-    grep -qE ' / 191 MiB +[0-9]+%.*B/s +[0-9]+:[0-9]{2}:[0-9]{2}' "$work/lines"
-  check "  ... and the file arrives" cmp -s "$exp/ptree/z200M" "$out/pull200M"
-  script -qfc "timeout 60 '$RCP' -r --transport tcp --tcp-port $tport --chunk-size 64 --window 2 127.0.0.1:data/ptree '$out/'" "$work/ts4" > /dev/null 2>&1
+    grep -qE ' / 8.00 MiB +[0-9]+%.*B/s +[0-9]+:[0-9]{2}:[0-9]{2}' "$work/lines"
+  check "  ... and the file arrives" cmp -s "$exp/ptree/z8M" "$out/pull8M"
+  script -qfc "timeout 60 '$RCP' -r --transport tcp --tcp-port $((tport + 6)) --chunk-size 64 --window 2 127.0.0.1:data/ptree '$out/'" "$work/ts4" > /dev/null 2>&1
   tr '\r' '\n' < "$work/ts4" | grep -E '[0-9.]+ (B|KiB|MiB|GiB)/s' > "$work/lines"
-  check "a tree pull shows the tree's totals once its walk is over: 3 entries, 191 MiB, an ETA" \
-    grep -qE ' / 191 MiB +[0-9]+%.*B/s +[0-9]+:[0-9]{2}:[0-9]{2} +\[[0-9]+/3\]' "$work/lines"
+  check "a tree pull shows the tree's totals once its walk is over: 3 entries, 8.00 MiB, an ETA" \
+    grep -qE ' / 8.00 MiB +[0-9]+%.*B/s +[0-9]+:[0-9]{2}:[0-9]{2} +\[[0-9]+/3\]' "$work/lines"
   check "  ... never a percentage or an ETA next to a growing ('+') count" sh -c "! grep -E '\+( |\])' '$work/lines' | grep -qE '%|[0-9]:[0-9]{2}:[0-9]{2}'"
-  check "  ... and the tree arrives" cmp -s "$exp/ptree/z200M" "$out/ptree/z200M"
+  check "  ... and the tree arrives" cmp -s "$exp/ptree/z8M" "$out/ptree/z8M"
   # A push of a tree: rcp walks it as it goes; its own walk's totals give the line its total.
   mkdir -p "$src/stree"
   echo small > "$src/stree/a"
-  cp "$exp/ptree/z200M" "$src/stree/z200M"
-  script -qfc "timeout 60 '$RCP' -r --transport tcp --tcp-port $tport --chunk-size 64 --window 2 '$src/stree' 127.0.0.1:data/" "$work/ts5" > /dev/null 2>&1
+  cp "$exp/ptree/z8M" "$src/stree/z8M"
+  script -qfc "timeout 60 $slow '$RCP' -r --transport tcp --tcp-port $tport --chunk-size 64 --window 2 '$src/stree' 127.0.0.1:data/" "$work/ts5" > /dev/null 2>&1
   tr '\r' '\n' < "$work/ts5" | grep -E '[0-9.]+ (B|KiB|MiB|GiB)/s' > "$work/lines"
-  check "a tree push shows the tree's totals once its walk is over: 3 entries, 191 MiB, an ETA" \
-    grep -qE ' / 191 MiB +[0-9]+%.*B/s +[0-9]+:[0-9]{2}:[0-9]{2} +\[[0-9]+/3\]' "$work/lines"
-  check "  ... and the tree arrives" cmp -s "$src/stree/z200M" "$exp/stree/z200M"
+  check "a tree push shows the tree's totals once its walk is over: 3 entries, 8.00 MiB, an ETA" \
+    grep -qE ' / 8.00 MiB +[0-9]+%.*B/s +[0-9]+:[0-9]{2}:[0-9]{2} +\[[0-9]+/3\]' "$work/lines"
+  check "  ... and the tree arrives" cmp -s "$src/stree/z8M" "$exp/stree/z8M"
   rm -rf "$src/stree" "$exp/stree"
   r 127.0.0.1:data/ptree/a "$out/np-pull" 2> "$work/err"
   check "no progress line on a pull when stderr is not a terminal" test ! -s "$work/err"
-  rm -rf "$src/200M" "$exp/ptree" "$out/pull200M" "$out/ptree"
+  rm -rf "$src/8M" "$exp/ptree" "$out/pull8M" "$out/ptree"
 else
   bad "script(1) is missing: the pty progress test cannot run (apt-get install bsdutils)"
 fi
