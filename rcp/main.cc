@@ -26,6 +26,7 @@
 #include "cli/exit_codes.h"
 #include "cli/module_list.h"
 #include "cli/pull_batches.h"
+#include "preserve_options.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "fs/filter.h"
@@ -67,6 +68,7 @@ struct Options {
   bool copy_devices = false;   // --copy-devices: a block device source is sent as a file
   bool write_devices = false;  // --write-devices: a block device destination is written in place
   bool force = false;          // --force: a mounted (or otherwise held) device destination too
+  Preserve preserve;  ///< -a -p -t -o -g -l -L -D --numeric-ids (cli/preserve_options)
   unsigned hash_threads = 1;
   std::string password_file;
   UpdateRules rules;  // -c, --ignore-existing, --existing, -u, --whole-file
@@ -172,10 +174,13 @@ Result<SourceStream> push_sources(const std::vector<std::string>& srcs, const Op
   ExpandOptions eo;
   eo.recursive = o.recursive;
   eo.devices = o.copy_devices;
+  eo.walk = walk_options(o.preserve);
   eo.filter = std::move(filter);
   if (!o.quiet)
-    eo.on_skip = [](const std::string& e) {
-      say("warning: skipping '{}': not a regular file or directory (symlinks are not followed)", e);
+    eo.on_skip = [copy_links = o.preserve.copy_links](const std::string& e) {
+      say("warning: skipping '{}': {}", e,
+          copy_links ? "not a regular file or directory, or a dangling or looping symlink"
+                     : "not a regular file or directory (-l copies symlinks, -D devices and specials)");
     };
   if (!o.files_from.empty()) {
     if (srcs.size() != 1)
@@ -216,7 +221,10 @@ Result<SourceStream> push_sources(const std::vector<std::string>& srcs, const Op
   std::vector<std::function<SourceStream()>> parts;
   for (const auto& s : srcs) {
     struct stat st {};
-    if (::stat(s.c_str(), &st) != 0) return sys_error("'" + s + "'");
+    // -l: a source naming a symlink (no trailing '/') is sent as the link,
+    // which need not lead anywhere.
+    const bool as_link = o.preserve.links && !o.preserve.copy_links && !s.empty() && s.back() != '/';
+    if ((as_link ? ::lstat(s.c_str(), &st) : ::stat(s.c_str(), &st)) != 0) return sys_error("'" + s + "'");
     if (S_ISREG(st.st_mode)) {
       total_bytes += static_cast<uint64_t>(st.st_size);
       ++total_files;
@@ -225,7 +233,8 @@ Result<SourceStream> push_sources(const std::vector<std::string>& srcs, const Op
       if (!o.recursive) return make_error(EISDIR, "'" + s + "' is a directory (use -r)");
       tree = true;
       const std::string b = base_name(s);
-      contents = contents || b == "." || b == "/";
+      // ("dir/": dir's contents, rsync's rule, as "." and "/".)
+      contents = contents || b == "." || b == "/" || (s.size() > 1 && s.back() == '/');
     }
     parts.push_back([s, eo]() -> SourceStream {
       auto set = expand_source(AT_FDCWD, s, s, eo);
@@ -243,6 +252,7 @@ Settings settings(const Options& o, Checksum algo) {
   s.window = o.window;
   s.fsync = o.fsync;
   s.direct = o.direct;
+  s.preserve = o.preserve;
   s.hash_threads = o.hash_threads;
   s.streams = o.streams;
   s.rules = o.rules;
@@ -318,6 +328,7 @@ struct Run {
   /// Sends OPEN and reads the daemon's answer: OPEN_OK, MODULE_LIST or ERROR.
   Result<wire::Message> open(Channel& ch, wire::Open msg, int timeout_ms) {
     msg.checksum = algo;
+    msg.preserve = o.preserve.bits();
     RCP_TRY(ch.send(msg));
     auto m = ch.receive(timeout_ms, &g_cancel);
     if (!m.ok()) {
@@ -524,7 +535,9 @@ int run(const Options& o, const CLI::App& app) {
     }
     bool multi = srcs.size() > 1 || o.recursive || !o.files_from.empty();
     for (size_t i = 0; i + 1 < addrs.size(); ++i) multi = multi || has_glob(addrs[i].path);
-    auto dd = resolve_destination_local(o.args.back(), multi, LocalDeviceOptions{o.write_devices, o.force});
+    // -r, several sources or "DEST/": a directory, made with its parents when missing.
+    const bool to_dir = multi || (o.args.back().size() > 1 && o.args.back().back() == '/');
+    auto dd = resolve_destination_local(o.args.back(), multi, LocalDeviceOptions{o.write_devices, o.force}, to_dir);
     if (!dd.ok()) return fail(dd.error(), cli::Phase::local);
     dest.emplace(std::move(dd.value()));
     if (dest->device) {
@@ -548,8 +561,11 @@ int run(const Options& o, const CLI::App& app) {
   int fatal = ec::kOk;
   if (push) {
     // A tree needs a directory to land in, as several files do.
+    // A directory destination (-r of a tree, several sources, "DEST/") is made when missing.
+    const bool to_dir = srcs.size() > 1 || tree || dst.trailing_slash;
     const uint16_t flags = (srcs.size() > 1 || tree ? wire::kOpenMulti : 0) | (o.fsync ? wire::kOpenFsync : 0) |
-                           open_flags(o.rules) | del_flags | (eff.del && contents ? wire::kOpenDeleteRoot : 0);
+                           open_flags(o.rules) | del_flags | (eff.del && contents ? wire::kOpenDeleteRoot : 0) |
+                           (to_dir ? wire::kOpenMakeDir : 0);
     wire::Open msg{wire::Op::put, *algo, flags, dst.module_path(), {}, rules};
     if (wire::open_size(msg) > wire::kOpenBudget) {
       say("the filter rules take {} bytes, more than one OPEN holds ({}): use fewer or shorter rules",
@@ -744,6 +760,7 @@ int main(int argc, char** argv) {
   app.add_flag("--direct", o.direct,
                "O_DIRECT reads and writes of the local files' data (buffered where the file system refuses it; "
                "-v says so)");
+  cli::add_preserve_options(app, o.preserve);
   app.add_flag("--fsync", o.fsync, "fsync each file before renaming it into place");
   app.add_option("--exclude", o.excludes, "leave out entries matching PATTERN (rsync's rules; repeatable)")
       ->type_name("PATTERN")
@@ -775,6 +792,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rcp: %s\nTry 'rcp --help' for more information.\n", e.what());
     return ec::kUsage;
   }
+  if (cli::archive_requested(app)) o.recursive = true;
   if (o.ipv4 && o.ipv6) {
     std::fprintf(stderr, "rcp: -4 and -6 exclude each other\n");
     return ec::kUsage;

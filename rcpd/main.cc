@@ -139,19 +139,23 @@ static_assert(wire::kMaxOpenRules == kMaxFilterRules && wire::kMaxOpenRuleLen ==
 /// everything below it, every path opened beneath the export, symlinks never
 /// followed. A wildcard in the last component (`data/logs/*.gz`) is expanded
 /// here, inside the export (daemon/glob.h), each match sent as if named.
-Result<SourceStream> expand_get(int root, const std::string& p, const std::string& mod, const ExpandOptions& eo) {
+/// `contents` (kOpenContents, "dir/"): a directory's contents are sent, not
+/// the directory itself (expand_source's trailing-slash rule).
+Result<SourceStream> expand_get(int root, const std::string& p, const std::string& mod, const ExpandOptions& eo,
+                                bool contents = false) {
   auto shown = [&](const std::string& q) { return q.empty() ? mod : mod + "/" + q; };
+  auto slashed = [&](const std::string& q) { return contents && !q.empty() ? q + "/" : q; };
   std::vector<std::string> paths{p};
   if (p.find_first_of("*?[") != std::string::npos) {
     RCP_ASSIGN(paths, expand_wildcard(root, p, shown(p)));
   }
   if (paths.size() == 1) {
-    RCP_ASSIGN(SourceSet set, expand_source(root, paths[0], shown(paths[0]), eo));
+    RCP_ASSIGN(SourceSet set, expand_source(root, slashed(paths[0]), shown(paths[0]), eo));
     return set.files;
   }
   std::vector<std::function<SourceStream()>> parts;
   for (auto& q : paths)
-    parts.push_back([root, q, s = shown(q), eo]() -> SourceStream {
+    parts.push_back([root, q = slashed(q), s = shown(q), eo]() -> SourceStream {
       auto set = expand_source(root, q, s, eo);
       return set.ok() ? std::move(set->files) : stream_of({failed_entry(set.error())});
     });
@@ -165,12 +169,14 @@ Result<SourceStream> expand_get(int root, const std::string& p, const std::strin
 /// their own relative names; a directory without -r is sent alone. A lone
 /// path that cannot be sent refuses the OPEN; among several, it fails as a
 /// file (FILE_SKIPPED, exit 23 as rsync's) and the others still go. OPEN's filter
-/// rules are applied to every name sent.
+/// rules are applied to every name sent; OPEN's preserve bits say whether
+/// symlinks (-l, -L), devices and specials (-D) are sent as entries.
 Result<SourceStream> get_sources(int root, const std::string& rel, const wire::Open& open) {
   const std::string mod = split_module(open.path).first;
   ExpandOptions eo;
   eo.beneath = true;
   eo.recursive = open.flags & wire::kOpenRecursive;
+  eo.walk = walk_options(Preserve::from_bits(open.preserve));
   if (!open.filters.empty()) {
     RCP_ASSIGN(FilterList fl, FilterList::from_wire(open.filters));
     eo.filter = std::make_shared<const FilterList>(std::move(fl));
@@ -197,7 +203,7 @@ Result<SourceStream> get_sources(int root, const std::string& rel, const wire::O
     }
     return chain(std::move(parts));
   }
-  if (more.empty()) return expand_get(root, rel, mod, eo);
+  if (more.empty()) return expand_get(root, rel, mod, eo, open.flags & wire::kOpenContents);
   more.insert(more.begin(), rel);
   for (auto& m : more)
     parts.push_back([root, m, mod, eo]() -> SourceStream {
@@ -305,6 +311,8 @@ void serve(Daemon& d, Transport& t) {
   set.fsync = open->flags & wire::kOpenFsync;
   set.direct = adm->module->cfg.direct;  // the module's choice, never the client's
   set.rules = rules_from_open(open->flags);
+  set.preserve = Preserve::from_bits(open->preserve);
+  set.preserve.trusted_sender = false;  // a pushing client: no setuid/setgid bits, no devices (fs/metadata.h)
   std::optional<std::array<uint8_t, 32>> chunk_key;
   if (adm->keys) chunk_key = adm->keys->data;
   auto opts = [&](Role r) {
@@ -323,7 +331,8 @@ void serve(Daemon& d, Transport& t) {
   if (open->op == wire::Op::put) {
     auto dest = mc.is_device()
                     ? daemon::device_destination(mc, *open, open->checksum != Checksum::none || chunk_key.has_value())
-                    : resolve_destination_beneath(root, rel.value(), open->flags & wire::kOpenMulti, shown);
+                    : resolve_destination_beneath(root, rel.value(), open->flags & wire::kOpenMulti, shown,
+                                                  open->flags & wire::kOpenMakeDir);
     if (!dest.ok()) return refuse(dest.error());
     // --delete: this side prunes (a read-only module never gets here: admit()
     // refuses its puts). The client's filter rules protect what they exclude.

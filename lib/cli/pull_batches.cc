@@ -49,11 +49,21 @@ Result<std::optional<PullBatch>> PullBatches::next() {
   // A module's root is a session of its own: with -r its contents land in
   // DEST; without, it is a device module (or refused), never batched with files.
   if (clean.ok() && clean->empty()) return std::optional<PullBatch>{std::move(b)};
+  // "DIR/" with -r (rsync's rule): DIR's contents land in DEST, so any name
+  // below it may arrive; a session of its own (the flag is the OPEN's).
+  if (first->trailing_slash && recursive_) {
+    b.open.flags |= wire::kOpenContents;
+    b.expect.base = "";
+    b.root_contents = true;
+    return std::optional<PullBatch>{std::move(b)};
+  }
   // More sources in the same module (a root starts a session of its own).
   while (i_ < srcs_.size()) {
     const auto [m2, r2] = split_module(srcs_[i_]->module_path());
     auto c2 = clean_relative(r2);
-    if (m2 != module || !c2.ok() || c2->empty() || b.open.more.size() == wire::kMaxOpenPaths) break;
+    if (m2 != module || !c2.ok() || c2->empty() || b.open.more.size() == wire::kMaxOpenPaths ||
+        (srcs_[i_]->trailing_slash && recursive_))
+      break;
     b.open.more.push_back(r2);
     if (wire::open_size(b.open) > wire::kOpenBudget) {
       b.open.more.pop_back();

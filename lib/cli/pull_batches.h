@@ -23,7 +23,7 @@ struct PullBatch {
   const Address* addr = nullptr;  ///< the first source (host, user, module)
   wire::Open open;
   ExpectedNames expect;
-  bool root_contents = false;  ///< the export's root with -r: its contents land in DEST
+  bool root_contents = false;  ///< the export's root, or "DIR/", with -r: its contents land in DEST
 };
 
 /// The sessions a pull needs: consecutive sources in one module share an

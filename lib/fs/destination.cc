@@ -47,7 +47,15 @@ Result<Destination> finish_destination(Result<Fd> as_dir, Result<Fd> parent, std
 }  // namespace
 
 Result<Destination> resolve_destination_beneath(int root_fd, std::string_view rel, bool multi,
-                                                std::string shown) {
+                                                std::string shown, bool make_dir) {
+  if (make_dir) {
+    multi = true;
+    auto probe = open_beneath(root_fd, rel, O_PATH);
+    if (!probe.ok() && probe.error().code == ENOENT) {
+      auto made = make_dirs_beneath(root_fd, rel);
+      if (!made.ok()) return make_error(made.error().code, "cannot create destination '" + shown + "': " + made.error().context);
+    }
+  }
   auto as_dir = open_beneath(root_fd, rel, O_RDONLY | O_DIRECTORY);
   if (as_dir.ok() || rel.empty())
     return finish_destination(std::move(as_dir), make_error(ENOENT, shown), "", multi, shown);
@@ -55,8 +63,34 @@ Result<Destination> resolve_destination_beneath(int root_fd, std::string_view re
   return finish_destination(std::move(as_dir), std::move(parent), base_name(rel), multi, std::move(shown));
 }
 
-Result<Destination> resolve_destination_local(const std::string& path, bool multi, LocalDeviceOptions dev) {
+namespace {
+
+/// mkdir -p for the user's own path: every missing component, 0777 less the umask.
+Status make_local_dirs(const std::string& path) {
+  std::string cur;
+  size_t i = 0;
+  while (i <= path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    cur = path.substr(0, j);
+    if (!cur.empty() && ::mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST)
+      return sys_error("cannot create destination directory '" + cur + "'");
+    i = j + 1;
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<Destination> resolve_destination_local(const std::string& path, bool multi, LocalDeviceOptions dev,
+                                              bool make_dir) {
+  // A trailing '/' names a directory, whatever else is said.
+  if (path.size() > 1 && path.back() == '/') multi = true;
   struct stat st;
+  if (make_dir) {
+    multi = true;
+    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) RCP_TRY(make_local_dirs(path));
+  }
   if (::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
     if (!S_ISBLK(st.st_mode) || !dev.write_devices)
       return make_error(EEXIST, fmt::format("destination '{}' is {}: refused, it is never replaced{}", path,
@@ -121,8 +155,9 @@ bool expected(const ExpectedNames& x, const std::string& name, bool is_dir) {
 
 }  // namespace
 
-PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigned mode, const std::string& peer,
-                                   const IncomingFile& in) {
+PlacedEntry DestinationTree::place(const std::string& name, unsigned type, unsigned mode, const std::string& peer,
+                                   const IncomingFile& in, bool no_data) {
+  const bool is_dir = type == S_IFDIR, is_file = type == 0 || type == S_IFREG;
   const uint64_t size = in.size;
   PlacedEntry e;
   std::string target;
@@ -173,13 +208,20 @@ PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigne
     e.error = fmt::format("refused unsafe file name '{}' from {}", name, peer);
     return e;
   }
-  // An existing file keeps its permission bits; a new one gets the source's
-  // less the umask. Decided before the temp file exists, which is created
-  // with the final bits: its data is never readable more widely.
-  if (Status ok = check_replaceable(dir_fd, target, e.shown); !ok.ok()) {
-    e.error = ok.error().context;
-    return e;
+  e.dir_fd = dir_fd;
+  e.leaf = target;
+  // A FIFO, socket or device at the destination is never replaced by a
+  // file, a hard link or a symlink (only -D's own kind of entry replaces it).
+  if (is_file || type == S_IFLNK) {
+    if (Status ok = check_replaceable(dir_fd, target, e.shown); !ok.ok()) {
+      e.error = ok.error().context;
+      return e;
+    }
   }
+  if (!is_file || no_data) return e;  // a symlink, special or hard link: made by its maker at its end
+  // An existing file keeps its permission bits; a new one gets the source's
+  // less the umask (-p: exactly the source's). Decided before the temp file
+  // exists, which is created with the final bits: its data is never readable more widely.
   struct stat st;
   ExistingEntry old;
   if (::fstatat(dir_fd, target.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -198,19 +240,21 @@ PlacedEntry DestinationTree::place(const std::string& name, bool is_dir, unsigne
       e.basis_size = static_cast<uint64_t>(bs.st_size);
     }
   }
-  if (old.exists && old.regular)
+  if (preserve_.perms)
+    e.mode = preserved_bits(mode, false, running_as_root() && preserve_.trusted_sender);  // commit() applies it after the owner
+  else if (old.exists && old.regular)
     e.mode = st.st_mode & 0777;
   else
     e.mode = umasked(mode);
   if (in.rules && in.rules->partial) {
     // Busy (another session has it), or not a plain file: a private temp file instead.
-    auto part = TempFile::open_partial(dir_fd, target, e.shown, e.mode);
+    auto part = TempFile::open_partial(dir_fd, target, e.shown, e.mode & 0777);
     if (part.ok()) {
       e.tmp = std::move(part.value());
       return e;
     }
   }
-  auto tmp = TempFile::create(dir_fd, target, e.shown, e.mode);
+  auto tmp = TempFile::create(dir_fd, target, e.shown, e.mode & 0777);
   if (tmp.ok())
     e.tmp = std::move(tmp.value());
   else
@@ -246,6 +290,13 @@ Status DestinationTree::make_dir(const std::string& rel, unsigned mode, const st
   // this session) is left as it is.
   RCP_TRY(subdir(rel, mode & 0777));
   return {};
+}
+
+Result<std::shared_ptr<Fd>> DestinationTree::parent_of(const std::string& name) {
+  if (!dest_.is_dir) return std::make_shared<Fd>(::dup(dest_.dir.get()));
+  const std::string parent = dir_name(name);
+  if (parent.empty()) return std::make_shared<Fd>(::dup(dest_.dir.get()));
+  return subdir(parent, 0755);
 }
 
 Result<std::shared_ptr<Fd>> DestinationTree::subdir(const std::string& rel, unsigned mode) {

@@ -17,6 +17,7 @@
 
 #include "fs/blockdev.h"
 #include "fs/prune.h"
+#include "fs/metadata.h"
 #include "fs/tempfile.h"
 #include "fs/update_rule.h"
 #include "util/fd.h"
@@ -71,14 +72,18 @@ struct LocalDeviceOptions {
 /// Resolves a put destination inside an export: an existing directory, or a
 /// not-yet-existing (or regular) file whose parent directory exists.
 /// `multi`: several sources, so the destination must be a directory.
+/// `make_dir` (rsync's --mkpath, rcp's default for -r, several sources or a
+/// trailing '/'): the destination is a directory, created with its missing
+/// parents (beneath the export, never through a symlink) when it does not exist.
 Result<Destination> resolve_destination_beneath(int root_fd, std::string_view rel, bool multi,
-                                                std::string shown);
+                                                std::string shown, bool make_dir = false);
 /// The same for a local destination of the client (no confinement: the user
-/// names their own files).
-/// A path that is (or links to) a block device is refused unless
-/// dev.write_devices, then opened as Destination::device; a character
-/// device, FIFO or socket is always refused.
-Result<Destination> resolve_destination_local(const std::string& path, bool multi, LocalDeviceOptions dev = {});
+/// names their own files). A path that is (or links to) a block device is
+/// refused unless dev.write_devices, then opened as Destination::device; a
+/// character device, FIFO or socket is always refused. A path ending in '/'
+/// is a directory: with make_dir it is created, never taken as a file name.
+Result<Destination> resolve_destination_local(const std::string& path, bool multi, LocalDeviceOptions dev = {},
+                                              bool make_dir = false);
 
 /// One entry the source announced, placed in the destination.
 struct PlacedEntry {
@@ -87,6 +92,8 @@ struct PlacedEntry {
   std::string rel;             ///< a directory entry: its path below the destination
   std::shared_ptr<Fd> parent;  ///< a file below the destination: its directory (outlives tmp)
   TempFile tmp;                ///< a file: where its bytes go until commit
+  int dir_fd = -1;             ///< the directory it goes in (borrowed: parent or the destination)
+  std::string leaf;            ///< its name there
   std::string error;           ///< not empty: refused; this entry fails, the session goes on
   bool skip = false;           ///< a file the destination already has (UpdateRules): no temp file
   Fd basis;                    ///< a file being replaced, opened for reading: chunks to reuse
@@ -105,27 +112,34 @@ struct IncomingFile {
 /// one open of that directory, not one per file.
 class DestinationTree {
  public:
-  explicit DestinationTree(Destination& dest) : dest_(dest) {}
+  explicit DestinationTree(Destination& dest, Preserve preserve = {}) : dest_(dest), preserve_(preserve) {}
   DestinationTree(const DestinationTree&) = delete;
 
   /// Names and opens the entry `name` (from FILE_BEGIN; '/'-separated below a
-  /// directory destination) with permission bits `mode`; a file gets its
-  /// temp file, a directory is only named (make_dir() creates it at its
-  /// end). A name with "..", an absolute path or anything to clean away is
+  /// directory destination) of file type `type` (S_IFMT bits; 0 = regular)
+  /// with permission bits `mode`; a file gets its temp file, a directory is
+  /// only named (make_dir() creates it at its end), a symlink or special
+  /// gets its directory and leaf (fs/metadata.h creates it). A name with "..", an absolute path or anything to clean away is
   /// refused, quoting `peer`; so are a second entry, or a directory, sent to
   /// a single-file destination, and a name outside Destination::expect.
-  /// Modes, as rsync and scp without -p (there is no preserve option yet):
-  /// never setuid, setgid or sticky from the wire (0777 only); a new file
-  /// gets the source's bits less the umask; a file that replaces an existing
-  /// one keeps that file's permission bits (0600 stays 0600 whatever the
-  /// peer sends).
+  /// Modes, as rsync and scp without -p: never setuid, setgid or sticky
+  /// from the wire (0777 only); a new file gets the source's bits less the
+  /// umask; a file that replaces an existing one keeps that file's
+  /// permission bits (0600 stays 0600 whatever the peer sends). With -p
+  /// (Preserve::perms) the source's 07777 bits exactly, as rsync -p.
   /// `in.size` (from FILE_BEGIN) also matters for a device destination: a
   /// file larger than the device is refused before anything is written.
   /// With `in.rules`: a file the rules say the destination already has is
   /// not opened at all (skip), and an existing regular file that is to be
   /// replaced is opened read-only as the basis for chunk reuse.
-  PlacedEntry place(const std::string& name, bool is_dir, unsigned mode, const std::string& peer,
-                    const IncomingFile& in = {});
+  /// `no_data` (a hard link, -H): a file is only named, like a symlink (dir_fd, leaf).
+  PlacedEntry place(const std::string& name, unsigned type, unsigned mode, const std::string& peer,
+                    const IncomingFile& in = {}, bool no_data = false);
+
+  /// The directory holding the entry `name` (as sent, already placed once):
+  /// the destination itself or a directory below it, opened one component
+  /// at a time, never through a symlink. Kept alive by the returned pointer.
+  Result<std::shared_ptr<Fd>> parent_of(const std::string& name);
 
   /// Creates the directory entry `rel` where missing, with `mode` & 0777
   /// less the umask; an existing directory keeps its mode (a push of a 0777
@@ -143,6 +157,7 @@ class DestinationTree {
 
   static constexpr size_t kDirCache = 64;
   Destination& dest_;
+  Preserve preserve_;
   uint32_t seen_ = 0;  // entries placed so far
   std::unordered_map<std::string, std::shared_ptr<Fd>> dirs_;
 };

@@ -44,10 +44,21 @@ struct TreeEntry {
   std::string rel;
   bool is_dir = false;
   unsigned mode = 0;  ///< permission bits of a directory; 0 for a file (read its mode when opening it)
+  unsigned type = 0;  ///< S_IFMT bits: S_IFREG, S_IFDIR, S_IFLNK (with links), a special (with devices/specials)
+  int64_t mtime_ns = 0;       ///< a directory's mtime (others are stat'ed when their turn comes)
+  uint32_t uid = 0, gid = 0;  ///< a directory's owner and group
+};
+/// What a walk sends besides regular files and directories.
+struct WalkOptions {
+  bool links = false;       ///< symlinks are entries (not followed)
+  bool copy_links = false;  ///< symlinks are followed (wins over links); a loop or a dangling one is skipped
+  bool devices = false;     ///< block and character devices are entries
+  bool specials = false;    ///< FIFOs and sockets are entries
+  bool beneath = true;      ///< with copy_links: a followed symlink must resolve beneath the walked directory
 };
 /// Lists the tree under dir_fd (parents before children, names sorted):
-/// regular files and directories. Symlinks and special files are not
-/// followed; their paths are appended to `skipped`.
-Result<std::vector<TreeEntry>> walk_tree(int dir_fd, std::vector<std::string>& skipped);
+/// regular files and directories, and what `opt` adds. Anything else is
+/// not followed; its path is appended to `skipped`.
+Result<std::vector<TreeEntry>> walk_tree(int dir_fd, std::vector<std::string>& skipped, const WalkOptions& opt = {});
 
 }  // namespace rcp

@@ -70,17 +70,55 @@ Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::st
   // (Regular files ignore O_NONBLOCK; cleared all the same.)
   const int fl = ::fcntl(f.fd.get(), F_GETFL);
   if (fl < 0 || ::fcntl(f.fd.get(), F_SETFL, fl & ~O_NONBLOCK) != 0) return sys_error("fcntl '" + shown + "'");
+  f.meta = meta_of(now);
   if (device) {
     RCP_ASSIGN(f.size, block_device_size(f.fd.get(), shown));
-    f.mode = 0600;  // a disk's image is as private as the disk (the node's bits say who may open /dev)
+    // Sent as a regular file: a disk's image is as private as the disk (the
+    // node's bits say who may open /dev).
+    f.meta.mode = S_IFREG | 0600;
+    f.meta.rdev = 0;
   } else {
     f.size = static_cast<uint64_t>(now.st_size);
-    f.mode = now.st_mode & 0777;
+    f.dev = now.st_dev;
+    f.ino = now.st_ino;
+    f.nlink = now.st_nlink;
   }
-  f.mtime_ns = mtime_ns_of(now);
   f.name = base_name(path);
   f.shown = std::move(shown);
   return f;
+}
+
+Result<SourceFile> open_source_entry(int dir_fd, const std::string& path, std::string shown, bool beneath) {
+  RCP_ASSIGN(Fd probe, open_at(dir_fd, path, O_PATH | O_NOFOLLOW, beneath, shown));
+  struct stat st;
+  if (::fstat(probe.get(), &st) != 0) return sys_error("stat '" + shown + "'");
+  if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))
+    return make_error(EAGAIN, "'" + shown + "' was replaced while being listed: not sent");
+  SourceFile f;
+  f.meta = meta_of(st);
+  if (S_ISLNK(st.st_mode)) {
+    // readlinkat on an O_PATH descriptor of the link itself, with "": the
+    // very link inspected, whatever happens to the name meanwhile.
+    std::string target(4096, '\0');
+    const ssize_t n = ::readlinkat(probe.get(), "", target.data(), target.size());
+    if (n < 0) return sys_error("readlink '" + shown + "'");
+    if (static_cast<size_t>(n) >= target.size()) return make_error(ENAMETOOLONG, "symlink '" + shown + "' target too long");
+    target.resize(static_cast<size_t>(n));
+    if (target.empty()) return make_error(EINVAL, "symlink '" + shown + "' has an empty target");
+    f.meta.link_target = std::move(target);
+  }
+  f.name = base_name(path);
+  f.shown = std::move(shown);
+  return f;
+}
+
+WalkOptions walk_options(const Preserve& p) {
+  WalkOptions w;
+  w.links = p.links;
+  w.copy_links = p.copy_links;
+  w.devices = p.devices;
+  w.specials = p.specials;
+  return w;
 }
 
 SourceOpener skipped_entry(std::string note) {
@@ -132,11 +170,14 @@ std::vector<SourceOpener> drain(SourceStream& s) {
 
 namespace {
 
-SourceOpener dir_entry(std::string name, std::string shown, unsigned mode) {
-  return [name = std::move(name), shown = std::move(shown), mode]() -> Result<SourceFile> {
+/// A directory's entry (no data); `st` is its stat (mode, mtime, owner).
+SourceOpener dir_entry(std::string name, std::string shown, const struct stat& st) {
+  EntryMeta m = meta_of(st);
+  m.mode = S_IFDIR | (m.mode & 07777);
+  return [name = std::move(name), shown = std::move(shown), m]() -> Result<SourceFile> {
     SourceFile f;
     f.is_dir = true;
-    f.mode = mode & 0777;
+    f.meta = m;
     f.name = name;
     f.shown = shown;
     return f;
@@ -151,12 +192,16 @@ class TreeWalk {
  public:
   static constexpr size_t kMaxDepth = 256;
   TreeWalk(std::string base, std::string shown, ExpandOptions opt)
-      : base_(std::move(base)), shown_(std::move(shown)), opt_(std::move(opt)) {}
+      : base_(std::move(base)), shown_(std::move(shown)), opt_(std::move(opt)), w_(opt_.walk) {
+    w_.beneath = opt_.beneath;
+  }
 
   Status enter(std::shared_ptr<Fd> dir, std::string rel) {
     if (stack_.size() >= kMaxDepth)
       return make_error(ELOOP, fmt::format("'{}/{}': directory tree deeper than {} levels", shown_, rel, kMaxDepth));
-    Frame f{std::move(dir), std::move(rel), {}, 0};
+    struct stat st {};
+    if (::fstat(dir->get(), &st) != 0) return sys_error("stat '" + shown_ + (rel.empty() ? "" : "/" + rel) + "'");
+    Frame f{std::move(dir), std::move(rel), {}, 0, st.st_dev, st.st_ino};
     int dup_fd = ::dup(f.dir->get());
     if (dup_fd < 0) return sys_error("dup");
     DIR* d = ::fdopendir(dup_fd);
@@ -188,34 +233,72 @@ class TreeWalk {
       // takes size and mode from fstat on that fd. Trusting d_type saves a
       // syscall per file; DT_UNKNOWN gets the stat.
       mode_t m = S_IFREG;
-      unsigned perm = 0;
+      struct stat st {};
+      bool followed = false;
       if (type != DT_REG) {
-        struct stat st;
         if (::fstatat(f.dir->get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
           return failed_entry(sys_error("stat '" + eshown + "'"));
+        if (S_ISLNK(st.st_mode) && w_.copy_links) {
+          // -L: what the link names; dangling, or (in an export) leading
+          // outside it: skipped.
+          if (!follow(f, n, rel, st)) {
+            if (auto s = skip(eshown, "a dangling symlink, or one leading outside the tree")) return s;
+            continue;
+          }
+          followed = true;
+        }
         m = st.st_mode;
-        perm = st.st_mode & 0777;
       }
       const bool is_dir = S_ISDIR(m);
       if (opt_.filter && opt_.filter->excluded(name, is_dir)) continue;
       if (S_ISREG(m)) {
-        return [dir = f.dir, n, name = std::move(name), eshown = std::move(eshown)]() -> Result<SourceFile> {
-          RCP_ASSIGN(SourceFile sf, open_source_file(dir->get(), n, eshown, true));
+        // Opened confined to the tree (a symlink swapped in is refused),
+        // unless a push follows symlinks (-L): then the user's links lead
+        // where they lead. A followed link in an export: beneath its root.
+        const bool via_root = followed && w_.beneath;
+        auto dir = via_root ? stack_.front().dir : f.dir;
+        const std::string at = via_root ? rel : n;
+        const bool confine = !followed || w_.beneath;
+        return [dir, at, confine, name = std::move(name), eshown = std::move(eshown)]() -> Result<SourceFile> {
+          RCP_ASSIGN(SourceFile sf, open_source_file(dir->get(), at, eshown, confine));
           sf.name = name;
           return sf;
         };
       }
       if (is_dir) {
-        auto sub = open_beneath(f.dir->get(), n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-        if (!sub.ok()) return failed_entry(make_error(sub.error().code, "'" + eshown + "'"));
-        if (Status st = enter(std::make_shared<Fd>(std::move(sub.value())), rel); !st.ok()) return failed_entry(st.error());
-        return dir_entry(std::move(name), std::move(eshown), perm);
+        if (std::any_of(stack_.begin(), stack_.end(),
+                        [&](const Frame& a) { return a.dev == st.st_dev && a.ino == st.st_ino; })) {
+          // A followed symlink back into its own tree (-L).
+          if (auto s = skip(eshown, "a symlink loop")) return s;
+          continue;
+        }
+        {
+          Result<Fd> sub = make_error(EINVAL, "");
+          if (!followed) {
+            sub = open_beneath(f.dir->get(), n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+          } else if (w_.beneath) {
+            sub = open_beneath(stack_.front().dir->get(), rel, O_RDONLY | O_DIRECTORY);
+          } else {
+            const int fd = ::openat(f.dir->get(), n.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            sub = fd >= 0 ? Result<Fd>(Fd(fd)) : Result<Fd>(sys_error("'" + eshown + "'"));
+          }
+          if (!sub.ok()) return failed_entry(make_error(sub.error().code, "'" + eshown + "'"));
+          if (Status e = enter(std::make_shared<Fd>(std::move(sub.value())), rel); !e.ok()) return failed_entry(e.error());
+          return dir_entry(std::move(name), std::move(eshown), st);
+        }
       }
-      if (opt_.on_skip) {
-        opt_.on_skip(eshown);
-        continue;
+      {
+        const unsigned t = m & S_IFMT;
+        if ((t == S_IFLNK && w_.links) || ((t == S_IFCHR || t == S_IFBLK) && w_.devices) ||
+            ((t == S_IFIFO || t == S_IFSOCK) && w_.specials)) {
+          return [dir = f.dir, n, name = std::move(name), eshown = std::move(eshown)]() -> Result<SourceFile> {
+            RCP_ASSIGN(SourceFile sf, open_source_entry(dir->get(), n, eshown, true));
+            sf.name = name;
+            return sf;
+          };
+        }
       }
-      return skipped_entry(fmt::format("skipping '{}': not a regular file or directory", eshown));
+      if (auto s = skip(eshown, "not a regular file or directory")) return s;
     }
     return std::nullopt;
   }
@@ -226,17 +309,46 @@ class TreeWalk {
     std::string rel;
     std::vector<std::pair<std::string, unsigned char>> names;
     size_t i = 0;
+    dev_t dev = 0;  // the directory's identity: a followed symlink back into
+    ino_t ino = 0;  // a directory being walked is a loop (-L)
   };
+
+  /// What the symlink `n` (at `rel`) in f names, followed (-L): beneath the
+  /// walked tree's root when the walk is confined (an export).
+  bool follow(const Frame& f, const std::string& n, const std::string& rel, struct stat& st) const {
+    if (!w_.beneath) return ::fstatat(f.dir->get(), n.c_str(), &st, 0) == 0;
+    auto fd = open_beneath(stack_.front().dir->get(), rel, O_PATH);
+    return fd.ok() && ::fstat(fd->get(), &st) == 0;
+  }
+
+  /// An entry not sent: told to on_skip (nothing returned), or a note to send.
+  std::optional<SourceOpener> skip(const std::string& eshown, const char* why) const {
+    if (opt_.on_skip) {
+      opt_.on_skip(eshown);
+      return std::nullopt;
+    }
+    return skipped_entry(fmt::format("skipping '{}': {}", eshown, why));
+  }
+
   std::string base_, shown_;
   ExpandOptions opt_;
+  WalkOptions w_;
   std::vector<Frame> stack_;
 };
+
+/// Is a path naming this (lstat'ed) entry sent as the entry itself (-l, -D)?
+bool sent_as_entry(const struct stat& st, const WalkOptions& w) {
+  const unsigned t = st.st_mode & S_IFMT;
+  return (t == S_IFLNK && w.links && !w.copy_links) || ((t == S_IFCHR || t == S_IFBLK) && w.devices) ||
+         ((t == S_IFIFO || t == S_IFSOCK) && w.specials);
+}
 
 }  // namespace
 
 Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::string& shown, bool beneath,
-                                bool recursive, bool devices) {
+                                bool recursive, bool devices, const WalkOptions& wopt) {
   ExpandOptions o;
+  o.walk = wopt;
   o.devices = devices;
   o.beneath = beneath;
   o.recursive = recursive;
@@ -253,6 +365,30 @@ Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::
   auto excluded = [&](bool is_dir) {
     return opt.filter && !name.empty() && name != "/" && name != "." && opt.filter->excluded(name, is_dir);
   };
+  const WalkOptions& w = opt.walk;
+  // -l/-D: a path naming a symlink (without a trailing '/', which asks to
+  // follow it, as in rsync) or a special file is sent as that entry.
+  if ((w.links || w.devices || w.specials) && !path.empty() && path.back() != '/') {
+    bool entry = false;
+    if (beneath) {
+      auto probe = open_beneath(dir_fd, path, O_PATH | O_NOFOLLOW);
+      entry = probe.ok() && ::fstat(probe->get(), &st) == 0 && sent_as_entry(st, w);
+    } else {
+      entry = ::fstatat(dir_fd, path.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && sent_as_entry(st, w);
+    }
+    if (entry) {
+      if (excluded(false)) {
+        out.files = stream_of({});
+        return out;
+      }
+      out.files = stream_of({[dir_fd, path, shown, beneath, n = opt.name]() -> Result<SourceFile> {
+        RCP_ASSIGN(SourceFile f, open_source_entry(dir_fd, path, shown, beneath));
+        if (n) f.name = *n;
+        return f;
+      }});
+      return out;
+    }
+  }
   if (beneath) {
     // One O_PATH open resolves the path, confined, without opening what it
     // names (a FIFO would block); fstat on it says what it is.
@@ -286,9 +422,10 @@ Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::
     out.files = stream_of({});
     return out;
   }
-  if (name == "/" || name == ".") name.clear();
+  // "dir/" (rsync's rule) sends what is in dir, as "/" and "." do.
+  if (name == "/" || name == "." || (!opt.name && path.size() > 1 && path.back() == '/')) name.clear();
   if (!opt.recursive && opt.dir_alone && !name.empty()) {
-    out.files = stream_of({dir_entry(name, shown, st.st_mode)});
+    out.files = stream_of({dir_entry(name, shown, st)});
     out.tree = true;
     return out;
   }
@@ -306,7 +443,7 @@ Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::
   out.contents = name.empty();
   auto walk = std::make_shared<TreeWalk>(name, shown, opt);
   RCP_TRY(walk->enter(std::move(dir), ""));
-  auto top = name.empty() ? std::optional<SourceOpener>{} : std::optional<SourceOpener>{dir_entry(name, shown, st.st_mode)};
+  auto top = name.empty() ? std::optional<SourceOpener>{} : std::optional<SourceOpener>{dir_entry(name, shown, st)};
   out.files = [walk, top = std::move(top)]() mutable -> std::optional<SourceOpener> {
     if (top) {
       auto t = std::move(top);

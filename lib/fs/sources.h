@@ -15,18 +15,21 @@
 #include <optional>
 
 #include "fs/filter.h"
+#include "fs/metadata.h"
+#include "fs/path.h"
 #include "util/fd.h"
 #include "util/result.h"
 
 namespace rcp {
 
-/// One file the source will send, already opened.
+/// One entry the source will send; a regular file already opened.
 struct SourceFile {
   Fd fd;
   uint64_t size = 0;
-  uint32_t mode = 0644;
-  int64_t mtime_ns = 0;  ///< modification time, ns since the epoch
+  EntryMeta meta;       ///< type and permission bits, mtime, owner; a symlink's target, a device's number
   bool is_dir = false;  ///< a directory entry of a recursive copy (no data, no fd)
+  uint64_t dev = 0, ino = 0;  ///< a regular file's identity, and its link count (-H)
+  uint64_t nlink = 1;
   std::string name;   ///< the name the sink gives it when its destination is a directory; may
                       ///< hold '/'-separated components in a recursive copy
   std::string shown;  ///< for messages
@@ -60,6 +63,13 @@ SourceOpener skipped_entry(std::string note);
 Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::string shown, bool beneath,
                                     bool devices = false);
 
+/// A symlink (its target read verbatim, never followed), FIFO, socket or
+/// device at `path`, described but not opened: what -l and -D send.
+Result<SourceFile> open_source_entry(int dir_fd, const std::string& path, std::string shown, bool beneath);
+
+/// What a walk sends for these preserve options (-l, -L, -D).
+WalkOptions walk_options(const Preserve& p);
+
 /// How a source path is expanded.
 struct ExpandOptions {
   bool beneath = false;    ///< resolved strictly beneath dir_fd (a daemon's export)
@@ -72,13 +82,17 @@ struct ExpandOptions {
   /// --exclude/--include, tested on each entry's name as sent (the top one
   /// included); an excluded directory is not entered.
   std::shared_ptr<const FilterList> filter;
-  /// Symlinks and special files below a tree: reported here (rcp warns
-  /// its user), or, when unset, sent as skipped_entry notes (rcpd tells the
-  /// pulling client). The argument is the entry as shown ("src/link").
+  /// Symlinks and special files below a tree that are not sent: reported
+  /// here (rcp warns its user), or, when unset, sent as skipped_entry notes
+  /// (rcpd tells the pulling client). The argument is the entry as shown ("src/link").
   std::function<void(const std::string&)> on_skip;
   /// A block device named as the path itself is sent (rcp --copy-devices,
   /// a daemon's device module); below a tree devices are always skipped.
   bool devices = false;
+  /// Symlinks (-l: as symlinks, a path naming one is sent as one unless it
+  /// ends in '/'; -L: followed), devices and specials (-D) sent as entries.
+  /// (walk.beneath is set from `beneath`.)
+  WalkOptions walk;
 };
 
 /// One source path, expanded.
@@ -102,10 +116,12 @@ std::vector<SourceOpener> drain(SourceStream& s);
 ///    dir_fd; a path that cannot be opened fails the whole expansion.
 ///  - devices: a block device named as the path itself is sent (as
 ///    open_source_file); below a tree devices are always skipped.
+///  - a path ending in '/' (rsync's rule) sends the directory's contents, as
+///    "." and "/" do (SourceSet::contents).
 Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::string& shown,
                                 const ExpandOptions& opt);
-/// The same with only `beneath` and `recursive`; skipped entries are sent as notes.
+/// The same with only `beneath`, `recursive`, `devices` and `wopt`; skipped entries are sent as notes.
 Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::string& shown, bool beneath,
-                                bool recursive, bool devices = false);
+                                bool recursive, bool devices = false, const WalkOptions& wopt = {});
 
 }  // namespace rcp

@@ -132,14 +132,15 @@ Status TempFile::set_size(uint64_t size) {
   return {};
 }
 
-Status TempFile::commit(unsigned mode, bool do_fsync) {
+Status TempFile::commit(unsigned mode, bool do_fsync, bool exact) {
   if (device_) {
     if (::fsync(fd_.get()) != 0) return sys_error("fsync '" + shown_ + "'");
     committed_ = true;
     fd_.reset();
     return {};
   }
-  if ((mode & 0777) != created_mode_ && ::fchmod(fd_.get(), mode & 0777) != 0) return sys_error("chmod '" + shown_ + "'");
+  mode &= exact ? 07777u : 0777u;
+  if (mode != created_mode_ && ::fchmod(fd_.get(), mode) != 0) return sys_error("chmod '" + shown_ + "'");
   if (do_fsync && ::fsync(fd_.get()) != 0) return sys_error("fsync '" + shown_ + "'");
   if (::renameat(dir_fd_, temp_.c_str(), dir_fd_, target_.c_str()) != 0)
     return sys_error("rename into '" + shown_ + "'");

@@ -47,10 +47,11 @@ class TempFile {
   bool is_device() const { return device_; }
   /// Sets the file's size (for callers that did not write every byte).
   Status set_size(uint64_t size);
-  /// Applies mode (permission bits only; fchmod only if creation did not
-  /// already give exactly these), optionally fsyncs, renames onto target.
+  /// Applies mode (permission bits 0777, or 07777 when `exact` — -p, whose
+  /// bits fs/metadata.h preserved_bits() already decided; fchmod only if
+  /// creation did not already give exactly these), optionally fsyncs, renames onto target.
   /// The caller has written the whole file: no truncation happens here.
-  Status commit(unsigned mode, bool do_fsync);
+  Status commit(unsigned mode, bool do_fsync, bool exact = false);
   /// Removes the temp file now (also done by the destructor) — but a
   /// --partial file is only closed, kept for the next run.
   void discard();

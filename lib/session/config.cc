@@ -24,6 +24,7 @@ SessionOptions session_options(const Settings& s, Role role, const Negotiated& n
   o.fsync = s.fsync;
   o.direct = s.direct;
   o.rules = s.rules;
+  o.preserve = s.preserve;
   o.hash_threads = s.hash_threads;
   o.cancel = s.cancel;
   return o;

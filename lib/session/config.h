@@ -23,6 +23,7 @@ struct Settings {
   uint32_t window = 16;            ///< chunks in flight: the pool is window x chunk_size
   bool fsync = false;
   bool direct = false;  ///< O_DIRECT for this side's file data (io/direct.h)
+  Preserve preserve;  ///< metadata kept (-a, -p, -t, ...): from rcp's options, or rcpd's OPEN
   unsigned hash_threads = 1;
   uint32_t streams = 0;  ///< connections (TCP) or QPs (RDMA) per copy; 0: the transport's default
   UpdateRules rules;     ///< what the sink does with files the destination has (travels in OPEN's flags)

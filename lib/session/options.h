@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fs/update_rule.h"
+#include "fs/metadata.h"
 #include "hash/digest.h"
 
 namespace rcp {
@@ -30,6 +31,9 @@ struct SessionOptions {
   /// Sink: what to do with files the destination already has (quick check
   /// by default; -c, --ignore-existing, --existing, -u, --whole-file).
   UpdateRules rules;
+  /// The metadata kept (fs/metadata.h): the source decides what it sends
+  /// (symlinks, specials, owner names), the sink what it applies.
+  Preserve preserve;
   /// Digest workers off the loop; 0 hashes on the loop itself. 1 by default:
   /// on the 2-core test hosts 2 workers per side measured slower than 1
   /// (both ends share the cores); raise it on hosts with cores to spare.

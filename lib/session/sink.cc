@@ -14,6 +14,8 @@
 #include <variant>
 
 #include "fs/filetime.h"
+#include "fs/metadata.h"
+#include "fs/path.h"
 #include "hash/hash_pool.h"
 #include "io/direct.h"
 #include "io/ring.h"
@@ -35,7 +37,7 @@ class Sink {
  public:
   Sink(Channel& ch, Ring& ring, Destination& dest, const SessionOptions& opt)
       : ch_(ch), t_(ch.transport()), ring_(ring), opt_(opt),
-        pool_(t_, opt.blocks, opt.block_size), free_(opt.blocks), tree_(dest) {
+        pool_(t_, opt.blocks, opt.block_size), free_(opt.blocks), dest_(dest), tree_(dest, opt.preserve) {
     if (dest.prune && dest.is_dir) pruner_.emplace(dest.dir.get(), *dest.prune);
   }
 
@@ -169,6 +171,7 @@ class Sink {
     }
     if (finish_seen_ && files_.empty() && !done_sent_) {
       if (pruner_) prune();
+      fix_dirs();  // (after pruning: deleting an entry changes its directory's mtime)
       RCP_TRY(ch_.send(wire::Done{stats_.files_ok, stats_.files_failed, stats_.files_deleted}));
       done_sent_ = true;
       started = true;
@@ -185,6 +188,7 @@ class Sink {
     uint32_t mode = 0644;
     int64_t mtime_ns = 0;
     std::string shown;
+    unsigned type = S_IFREG;  // S_IFMT bits of the entry
     bool is_dir = false;  // a directory entry: created at FILE_END
     bool skip = false;    // the destination has it already: STOP_FILE sent, chunks returned unread
     Fd basis;             // the file being replaced: chunks whose digests match are reused
@@ -192,6 +196,13 @@ class Sink {
     uint64_t pulled = 0, matched = 0;
     uint64_t basis_matched = 0;  // of matched: taken from the old file (not a partial one)
     uint64_t partial_size = 0;  // a kept --partial file being completed in place: its size when opened
+    bool skip_device = false;  // a device a non-root receiver does not create (rsync skips them silently)
+    EntryMeta meta;       // what the source said about it
+    int dir_fd = -1;      // a symlink or special: its directory (borrowed from parent or the destination)
+    std::string leaf;     // ... and its name there
+    std::string name;     // as sent (a hard-link leader's is kept)
+    uint32_t link_to = 0;  // -H: itself (a group's first) or the group's first
+    bool waiting = false;  // a hard link whose first file is not committed yet
     std::string rel;      // its path below the destination
     std::shared_ptr<Fd> parent;  // the file's directory when below the destination (outlives tmp)
     TempFile tmp;
@@ -230,9 +241,15 @@ class Sink {
     if (unended_ >= kMaxFilesOpen)
       return proto_error(t_, fmt::format("more than {} files begun and not ended", kMaxFilesOpen));
     File f(fb.file_id, fb.size, fb.mode, opt_.checksum);
-    f.is_dir = S_ISDIR(fb.mode);
+    f.type = (fb.mode & S_IFMT) ? (fb.mode & S_IFMT) : S_IFREG;  // (the decoder admits known types only)
+    f.is_dir = f.type == S_IFDIR;
     f.mtime_ns = fb.mtime_ns;
-    PlacedEntry e = tree_.place(fb.name, f.is_dir, f.mode, t_.peer(), IncomingFile{fb.size, fb.mtime_ns, &opt_.rules});
+    f.meta = EntryMeta{fb.mode, fb.mtime_ns, fb.uid, fb.gid, fb.user, fb.group, fb.link_target, fb.rdev};
+    f.link_to = fb.link_to;
+    f.name = fb.name;
+    const bool follower = fb.link_to != 0 && fb.link_to != fb.file_id;
+    PlacedEntry e = tree_.place(fb.name, f.type, f.mode, t_.peer(), IncomingFile{fb.size, fb.mtime_ns, &opt_.rules},
+                                follower);
     // A directory entry that was placed (its name is clean) carries no data.
     if (f.is_dir && e.error.empty() && f.size != 0) return proto_error(t_, "directory entry with a size");
     f.mode = e.mode;
@@ -240,6 +257,8 @@ class Sink {
     f.rel = std::move(e.rel);
     f.parent = std::move(e.parent);
     f.tmp = std::move(e.tmp);
+    f.dir_fd = e.dir_fd;
+    f.leaf = std::move(e.leaf);
     f.failed = !e.error.empty();
     // Every name sent is kept from deletion; only a directory that was
     // accepted (asked for, placed) is pruned.
@@ -261,6 +280,22 @@ class Sink {
       struct stat ps;
       if (f.tmp.is_partial() && ::fstat(f.tmp.fd(), &ps) == 0) f.partial_size = static_cast<uint64_t>(ps.st_size);
     }
+    // Only the kinds this copy asked for: a source cannot plant a symlink or
+    // a device in a copy made without -l or -D.
+    const Preserve& p = opt_.preserve;
+    const bool device = f.type == S_IFCHR || f.type == S_IFBLK, special = f.type == S_IFIFO || f.type == S_IFSOCK;
+    if (!f.failed && ((f.type == S_IFLNK && !p.links) || (device && !(p.devices && p.trusted_sender)) || (special && !p.specials)))
+      fail_file(f, fmt::format("refused {} '{}' from {}: not asked for ({})", f.type == S_IFLNK ? "symlink" : "special file",
+                               fb.name, t_.peer(), f.type == S_IFLNK ? "-l" : "-D"));
+    f.skip_device = !f.failed && device && !running_as_root();
+    if (!f.failed && fb.link_to != 0 && !p.hard_links)
+      fail_file(f, fmt::format("refused hard link '{}' from {}: not asked for (-H)", fb.name, t_.peer()));
+    if (fb.link_to == fb.file_id && p.hard_links) {
+      // Bounded by the files with several links the source sends; their names only.
+      if (leaders_.size() >= kMaxLinkLeaders)
+        return proto_error(t_, fmt::format("more than {} hard-link groups", kMaxLinkLeaders));
+      leaders_[fb.file_id] = Leader{fb.name, Leader::pending, {}};
+    }
     files_.emplace(fb.file_id, std::move(f));
     ++unended_;
     if (e.skip) return ch_.send(wire::StopFile{fb.file_id});
@@ -277,7 +312,7 @@ class Sink {
   Status handle(wire::FileSkipped& x) {
     if (finish_seen_) return proto_error(t_, "FILE_SKIPPED after FINISH");
     if (x.err == 0) {  // a notice: skipped by design (a symlink or special file in a tree)
-      log_error("{}", x.message);
+      log_warning("{}", x.message);
       return {};
     }
     if (Status st = totals_.begin(0); !st.ok()) return proto_error(t_, st.error().context);
@@ -467,27 +502,37 @@ class Sink {
   Status check_file(uint32_t id) {
     File& f = files_.at(id);
     if (!f.end_seen || f.chunks_active > 0) return {};
+    if (f.link_to != 0 && f.link_to != f.id && !f.failed) {  // a hard link: its first file must be in place
+      auto lt = leaders_.find(f.link_to);
+      if (lt == leaders_.end()) {
+        fail_file(f, fmt::format("hard link '{}' to a file not sent as one", f.shown));
+      } else if (lt->second.state == Leader::pending) {
+        if (!f.waiting) lt->second.waiting.push_back(f.id);
+        f.waiting = true;
+        return {};
+      } else if (lt->second.state == Leader::failed) {
+        fail_file(f, fmt::format("hard link '{}': the file it links to failed", f.shown));
+      }
+    }
     bool kept = f.skip;  // the destination's file stays as it is
     if (!f.failed && !f.skip) {
       if (f.written != f.size || !f.ledger.complete()) {
         fail_file(f, fmt::format("'{}' incomplete: {} of {} bytes", f.shown, f.written, f.size));
       } else if (wire::Digest d = f.ledger.file_digest(); !(d == f.expected)) {
         fail_file(f, fmt::format("'{}' file digest mismatch", f.shown));
-      } else if (f.is_dir) {
-        if (Status st = tree_.make_dir(f.rel, f.mode, f.shown); !st.ok()) fail_file(f, st.error().message());
+      } else if (f.is_dir || f.type != S_IFREG || f.skip_device || (f.link_to != 0 && f.link_to != f.id)) {
+        if (Status st = commit(f); !st.ok()) fail_file(f, st.error().message());
       } else if (f.basis.valid() && f.basis_matched == f.size && f.basis_size == f.size) {
         // Every chunk matched: the file is the same, keep it (as rsync -c
         // does) with the source's mtime, so the next quick check skips it.
         kept = true;
         f.tmp.remove();
-        (void)set_mtime_ns(f.basis.get(), f.mtime_ns);  // (not ours to change: the content is right anyway)
+        keep_meta(f);
       } else if (Status z = f.tmp.is_partial() ? f.tmp.set_size(f.size) : Status{}; !z.ok()) {
         fail_file(f, z.error().message());  // (a kept partial file may be longer than the file now)
       } else if (Status t = set_mtime_ns(f.tmp.fd(), f.mtime_ns); !t.ok()) {
         fail_file(f, fmt::format("{} of '{}': {}", t.error().context, f.shown, t.error().message()));
-      } else if (Status st = f.tmp.commit(f.mode, opt_.fsync); !st.ok()) {
-        // (written == size and the ledger is complete, so the temp file holds
-        // exactly the file: commit() need not truncate.)
+      } else if (Status st = commit(f); !st.ok()) {
         fail_file(f, st.error().message());
       }
     }
@@ -515,9 +560,92 @@ class Sink {
     // bytes reach the announced total.
     progress_bytes_ += f.size - std::min(f.counted, f.size);
     if (opt_.on_progress) opt_.on_progress(progress_bytes_, stats_.files_ok + stats_.files_failed, {});
+    const bool leader = f.link_to == id;
     files_.erase(id);
-    return ch_.send(r);
+    RCP_TRY(ch_.send(r));
+    if (auto lt = leaders_.find(id); leader && lt != leaders_.end()) {
+      lt->second.state = r.err == 0 ? Leader::ok : Leader::failed;
+      const std::vector<uint32_t> waiting = std::move(lt->second.waiting);
+      for (uint32_t w : waiting)
+        if (files_.count(w)) RCP_TRY(check_file(w));
+    }
+    return {};
   }
+
+  /// The entry is complete and verified: puts it in place with its metadata.
+  Status commit(File& f) {
+    const Preserve& p = opt_.preserve;
+    if (f.is_dir) {
+      // With -p the directory is made writable for its contents; its own
+      // bits, like its mtime, are set once everything in it is (fix_dirs).
+      RCP_TRY(tree_.make_dir(f.rel, p.perms ? (f.mode | 0700) : f.mode, f.shown));
+      if (p.perms || p.times || p.owner || p.group) dirs_.push_back({f.rel, f.shown, f.meta});
+      return {};
+    }
+    if (f.link_to != 0 && f.link_to != f.id) {
+      const Leader& l = leaders_.at(f.link_to);
+      RCP_ASSIGN(auto from, tree_.parent_of(l.name));
+      return make_hardlink(from->get(), base_name(l.name), f.dir_fd, f.leaf, f.shown);
+    }
+    if (f.skip_device) {
+      log_info("skipping device '{}': only root creates devices", f.shown);
+      return {};
+    }
+    if (f.type == S_IFLNK) {
+      RCP_TRY(make_symlink(f.dir_fd, f.leaf, f.meta.link_target, f.shown));
+      return apply_entry_meta(f.dir_fd, f.leaf, f.meta, p, f.shown);
+    }
+    if (f.type != S_IFREG) {
+      RCP_TRY(make_special(f.dir_fd, f.leaf, f.meta.mode, f.meta.rdev, f.shown));
+      return apply_entry_meta(f.dir_fd, f.leaf, f.meta, p, f.shown);
+    }
+    // Owner first (chown clears setuid), then commit() sets the bits; the
+    // mtime is set last of all writes, before the rename.
+    RCP_TRY(apply_fd_meta(f.tmp.fd(), f.meta, p, -1, f.shown));
+    // (written == size and the ledger is complete, so the temp file holds
+    // exactly the file: commit() need not truncate.)
+    return f.tmp.commit(f.mode, opt_.fsync, p.perms);
+  }
+
+  /// A file kept as it is (every chunk matched): the source's mtime, and
+  /// with -p/-o/-g its bits and owner, as rsync updates an unchanged file.
+  /// Best effort: the content is right anyway.
+  void keep_meta(File& f) {
+    const Preserve& p = opt_.preserve;
+    const int bits =
+        p.perms ? static_cast<int>(preserved_bits(f.meta.mode, false, running_as_root() && p.trusted_sender)) : -1;
+    if (p.perms || p.owner || p.group) (void)apply_fd_meta(f.basis.get(), f.meta, p, bits, f.shown);
+    (void)set_mtime_ns(f.basis.get(), f.mtime_ns);
+  }
+
+  /// After every entry of the session: each directory received gets its
+  /// owner, bits and mtime (creating its contents changed its mtime).
+  void fix_dirs() {
+    for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
+      auto fd = open_beneath(dest_.dir.get(), it->rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+      Status st = fd.ok() ? apply_fd_meta(fd->get(), it->meta, opt_.preserve,
+                                          opt_.preserve.perms ? static_cast<int>(preserved_bits(it->meta.mode, true, running_as_root() && opt_.preserve.trusted_sender)) : -1, it->shown)
+                          : Status(fd.error());
+      if (!st.ok()) {
+        ++stats_.files_failed;
+        stats_.note_error(fmt::format("{}: {}", it->shown, st.error().message()));
+      }
+    }
+    dirs_.clear();
+  }
+
+  /// The first file of a hard-link group (-H): where it is, and the links waiting for it.
+  struct Leader {
+    std::string name;
+    enum State { pending, ok, failed } state = pending;
+    std::vector<uint32_t> waiting;
+  };
+  static constexpr size_t kMaxLinkLeaders = 1u << 22;
+
+  struct DirFix {
+    std::string rel, shown;
+    EntryMeta meta;
+  };
 
   Channel& ch_;
   Transport& t_;
@@ -527,6 +655,9 @@ class Sink {
   std::unique_ptr<HashPool> hp_;  // after pool_: its workers stop before the pool goes
   IndexPool free_;
   ChunkReuse reuse_;
+  Destination& dest_;
+  std::vector<DirFix> dirs_;  // directories received, fixed up at the end (-p -t -o -g)
+  std::unordered_map<uint32_t, Leader> leaders_;  // -H: by file id
   DestinationTree tree_;  // before files_: its directories outlive their temp files
   std::optional<Pruner> pruner_;  // --delete
   std::map<uint32_t, File> files_;

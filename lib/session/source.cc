@@ -161,6 +161,10 @@ class Source {
     bool stopped = false;  // STOP_FILE: the sink has it; no more reads
     uint64_t counted = 0;  // of its bytes, counted in progress_bytes_ so far
   };
+  struct LinkGroup {
+    uint32_t leader;
+    uint64_t left;  // links not seen yet
+  };
   struct Slot {
     uint32_t file_id = 0;
     uint64_t offset = 0;
@@ -289,7 +293,19 @@ class Source {
       started = true;
       return ch_.send(wire::FileSkipped{0, sf->skip_note});
     }
+    wire::FileBegin fb = file_begin(*sf);
+    if (!fits(fb)) {
+      ++stats_.files_failed;
+      tally_.begun(0);
+      const std::string why = fmt::format("'{}': name and link target too long for one FILE_BEGIN", sf->shown);
+      stats_.note_error(why);
+      started = true;
+      return ch_.send(wire::FileSkipped{ENAMETOOLONG, why});
+    }
     const uint32_t id = next_id_++;
+    fb.file_id = id;
+    if (opt_.preserve.hard_links && !sf->is_dir && (sf->meta.mode & S_IFMT) == S_IFREG && sf->nlink > 1)
+      hard_link(*sf, fb);
     File f{id, std::move(sf->fd), sf->size, sf->shown, chunk_count(sf->size, opt_.chunk_size), 0, 0, false,
            FileLedger(opt_.checksum, sf->size), sf->is_dir, {}};
     if (opt_.direct && !f.is_dir && f.size > 0) {
@@ -301,9 +317,6 @@ class Source {
         direct_noted_ = true;
       }
     }
-    // A directory entry is a FILE_BEGIN with S_IFDIR in its mode and no data.
-    const uint32_t mode = sf->is_dir ? (S_IFDIR | (sf->mode & 0777)) : (sf->mode & 0777);
-    wire::FileBegin fb{id, sf->size, mode, sf->mtime_ns, sf->name};
     RCP_TRY(ch_.send(fb));
     tally_.begun(sf->size);
     files_.emplace(id, std::move(f));
@@ -311,6 +324,51 @@ class Source {
     cur_ = id;
     started = true;
     return {};
+  }
+
+  /// The FILE_BEGIN announcing sf (file_id left 0): its type (a directory
+  /// entry is S_IFDIR with no data), permission bits, mtime and owner — with
+  /// names when the sink is to map them — and a symlink's target.
+  wire::FileBegin file_begin(const SourceFile& sf) const {
+    wire::FileBegin fb;
+    const uint32_t type = sf.is_dir ? S_IFDIR : (sf.meta.mode & S_IFMT) ? (sf.meta.mode & S_IFMT) : S_IFREG;
+    fb.size = sf.size;
+    fb.mode = type | (sf.meta.mode & 07777);
+    fb.mtime_ns = sf.meta.mtime_ns;
+    fb.name = sf.name;
+    fb.uid = sf.meta.uid;
+    fb.gid = sf.meta.gid;
+    if (opt_.preserve.owner && !opt_.preserve.numeric_ids) fb.user = user_name(sf.meta.uid);
+    if (opt_.preserve.group && !opt_.preserve.numeric_ids) fb.group = group_name(sf.meta.gid);
+    if (fb.user.size() > wire::kMaxIdName) fb.user.clear();  // (the number then stands alone)
+    if (fb.group.size() > wire::kMaxIdName) fb.group.clear();
+    fb.link_target = sf.meta.link_target;
+    fb.rdev = sf.meta.rdev;
+    return fb;
+  }
+
+  /// -H: the first file of a hard-link group is its leader (link_to = its
+  /// own id); a later one is a link to it, sent without data. Only files
+  /// with nlink > 1 are remembered, each until all its links were seen.
+  void hard_link(SourceFile& sf, wire::FileBegin& fb) {
+    const auto key = std::make_pair(sf.dev, sf.ino);
+    auto it = links_.find(key);
+    if (it == links_.end()) {
+      links_.emplace(key, LinkGroup{fb.file_id, sf.nlink - 1});
+      fb.link_to = fb.file_id;
+      return;
+    }
+    fb.link_to = it->second.leader;
+    fb.size = sf.size = 0;
+    sf.fd.reset();
+    if (--it->second.left == 0) links_.erase(it);
+  }
+
+  /// Does fb fit one control message (a long name plus a long symlink target may not)?
+  static bool fits(const wire::FileBegin& fb) {
+    return fb.name.size() <= wire::kMaxPath && fb.link_target.size() <= wire::kMaxPath &&
+           wire::kHeaderSize + 64 + fb.name.size() + fb.user.size() + fb.group.size() + fb.link_target.size() <=
+               wire::kMaxMessage;
   }
 
   Status maybe_end(File& f) {
@@ -341,6 +399,7 @@ class Source {
   IndexPool free_;
   std::vector<Slot> slots_;
   std::map<uint32_t, File> files_;
+  std::map<std::pair<uint64_t, uint64_t>, LinkGroup> links_;  // (dev, ino) of files with more links to come (-H)
   std::optional<uint32_t> cur_;
   uint32_t next_id_ = 1;
   bool direct_noted_ = false;  // the O_DIRECT fallback was logged (once per session)

@@ -47,6 +47,12 @@ template <typename... Args>
 void log_notice(fmt::format_string<Args...> f, Args&&... args) {
   if (log_level() >= LogLevel::error) log_line(LogLevel::notice, fmt::format(f, std::forward<Args>(args)...));
 }
+/// A warning: shown unless -q (the error threshold), tagged "warning: " and
+/// not "error: " — something skipped by design does not read as a failure.
+template <typename... Args>
+void log_warning(fmt::format_string<Args...> f, Args&&... args) {
+  if (log_level() >= LogLevel::error) log_line(LogLevel::info, "warning: " + fmt::format(f, std::forward<Args>(args)...));
+}
 template <typename... Args>
 void log_info(fmt::format_string<Args...> f, Args&&... args) {
   if (log_level() >= LogLevel::info) log_line(LogLevel::info, fmt::format(f, std::forward<Args>(args)...));

@@ -4,6 +4,7 @@
 
 #include <fmt/core.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -93,6 +94,7 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                      if (o.filters[i].size() > kMaxOpenRuleLen) st = proto("filter rule too long");
                      w.str(o.filters[i].substr(0, kMaxOpenRuleLen));
                    }
+                   w.u32(o.preserve);
                  },
                  [&](const OpenOk& o) { w.u8(o.dest_is_dir); },
                  [&](const FileBegin& f) {
@@ -102,6 +104,16 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                    w.u32(f.mode);
                    w.u64(static_cast<uint64_t>(f.mtime_ns));
                    w.str(f.name.substr(0, kMaxPath));
+                   if (f.user.size() > kMaxIdName || f.group.size() > kMaxIdName)
+                     st = proto("user or group name longer than " + std::to_string(kMaxIdName));
+                   if (f.link_target.size() > kMaxPath) st = proto("symlink target longer than " + std::to_string(kMaxPath));
+                   w.u32(f.uid);
+                   w.u32(f.gid);
+                   w.str(f.user.substr(0, kMaxIdName));
+                   w.str(f.group.substr(0, kMaxIdName));
+                   w.str(f.link_target.substr(0, kMaxPath));
+                   w.u64(f.rdev);
+                   w.u32(f.link_to);
                  },
                  [&](const ChunkReady& c) {
                    w.u32(c.file_id);
@@ -179,7 +191,7 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
 }
 
 size_t open_size(const Open& o) {
-  size_t n = kHeaderSize + 4 + 2 + o.path.size() + 2 + 2;
+  size_t n = kHeaderSize + 4 + 2 + o.path.size() + 2 + 2 + 4;
   for (auto& p : o.more) n += 2 + p.size();
   for (auto& f : o.filters) n += 2 + f.size();
   return n;
@@ -223,6 +235,9 @@ Status read_body(Reader& r, Open& o) {
   }
   for (const std::string& p : o.more)
     if (r.ok() && (p.empty() || p.find('\0') != std::string::npos)) return proto("OPEN with an empty path or a NUL byte");
+  o.preserve = r.u32();
+  if (r.ok() && (o.preserve & ~kPreserveKnown) != 0)
+    return proto(fmt::format("OPEN asks to preserve unknown metadata {:#x}", o.preserve & ~kPreserveKnown));
   if (r.ok() && o.op != Op::put && o.op != Op::get && o.op != Op::list) return proto("OPEN with unknown operation");
   if (r.ok() && static_cast<uint8_t>(o.checksum) > 2) return proto("OPEN with unknown checksum");
   if (r.ok() && (o.flags & ~kOpenKnownFlags) != 0) return proto(fmt::format("OPEN with unknown flags {:#x}", o.flags));
@@ -240,6 +255,30 @@ Status read_body(Reader& r, FileBegin& f) {
   f.mode = r.u32();
   f.mtime_ns = static_cast<int64_t>(r.u64());
   f.name = r.str(kMaxPath);
+  f.uid = r.u32();
+  f.gid = r.u32();
+  f.user = r.str(kMaxIdName);
+  f.group = r.str(kMaxIdName);
+  f.link_target = r.str(kMaxPath);
+  f.rdev = r.u64();
+  f.link_to = r.u32();
+  if (!r.ok()) return {};
+  const uint32_t type = f.mode & S_IFMT;
+  if ((f.mode & ~static_cast<uint32_t>(S_IFMT | 07777)) != 0)
+    return proto(fmt::format("FILE_BEGIN mode {:#o} has unknown bits", f.mode));
+  const bool regular = type == 0 || type == S_IFREG;
+  if (!regular && type != S_IFDIR && type != S_IFLNK && type != S_IFIFO && type != S_IFSOCK && type != S_IFCHR &&
+      type != S_IFBLK)
+    return proto(fmt::format("FILE_BEGIN with unknown file type {:#o}", type));
+  if (!regular && f.size != 0) return proto("FILE_BEGIN: only a regular file has a size");
+  if ((type == S_IFLNK) != !f.link_target.empty())
+    return proto(type == S_IFLNK ? "FILE_BEGIN: symlink without a target" : "FILE_BEGIN: link target on a non-symlink");
+  if (f.rdev != 0 && type != S_IFCHR && type != S_IFBLK) return proto("FILE_BEGIN: device number on a non-device");
+  if (f.link_to != 0 && !regular) return proto("FILE_BEGIN: hard link on a non-file");
+  if (f.link_to > f.file_id) return proto("FILE_BEGIN: hard link to a later file");
+  if (f.link_to != 0 && f.link_to < f.file_id && f.size != 0) return proto("FILE_BEGIN: a hard link with data");
+  for (const std::string* s : {&f.user, &f.group, &f.link_target})
+    if (s->find('\0') != std::string::npos) return proto("FILE_BEGIN: an owner name or link target holds a NUL byte");
   return {};
 }
 

@@ -24,7 +24,10 @@ constexpr uint32_t kMagic = 0x52435030;  // "RCP0"
 ///    STOP_FILE (the sink has the file already).
 /// 4: OPEN carries more source paths and filter rules; DONE the entries deleted.
 /// 5: WALK_TOTALS (the source's count of what it sends, for the sink's progress line).
-constexpr uint16_t kVersion = 5;
+/// 6: FILE_BEGIN carries, after the name, the entry's owner, group, symlink
+///    target, device number and hard-link leader; OPEN carries the metadata
+///    to preserve (-a/-p/-o/-g/-l/-D/-H) and the contents/mkpath flags.
+constexpr uint16_t kVersion = 6;
 /// The version this process speaks: kVersion, unless the test-only fault
 /// switch RCP_TEST_FAULT=protocol-version=N makes it pretend to be another
 /// release (so the suite can prove a mismatch is refused with a clear error).
@@ -46,6 +49,8 @@ constexpr size_t kMaxDoneBatch = 256;
 /// Largest chunk either side will announce or accept: 64 MiB bounds what a
 /// peer can make us pin for one chunk.
 constexpr uint32_t kMaxChunk = 64u << 20;
+/// Longest user or group name carried in FILE_BEGIN.
+constexpr size_t kMaxIdName = 255;
 
 enum class MsgType : uint16_t {
   open = 1,
@@ -94,7 +99,11 @@ struct Open {
   /// source applies them to what it sends; a put's sink protects what they
   /// exclude from --delete. At most kMaxOpenRules of kMaxOpenRuleLen bytes.
   std::vector<std::string> filters;
+  /// The metadata to preserve: fs/metadata.h Preserve::bits(); a bit outside
+  /// kPreserveKnown is refused by the decoder.
+  uint32_t preserve = 0;
 };
+constexpr uint32_t kPreserveKnown = (1u << 11) - 1;
 constexpr uint16_t kOpenMulti = 1;
 constexpr uint16_t kOpenFsync = 2;
 constexpr uint16_t kOpenRecursive = 4;  // get: a directory source is sent with everything below it
@@ -106,8 +115,6 @@ constexpr uint16_t kOpenExisting = 32;        // --existing: never create a file
 constexpr uint16_t kOpenUpdate = 64;          // -u: keep a destination file newer than the source's
 constexpr uint16_t kOpenWholeFile = 128;      // --whole-file: no chunk reuse from the existing file
 constexpr uint16_t kOpenPartial = 256;        // --partial: keep what an interrupted copy wrote, reuse it next time
-/// Every bit a peer may set; an OPEN with another bit is refused.
-constexpr uint16_t kOpenKnownFlags = 8191;
 /// --delete: the sink removes what the source did not send from the
 /// directories the source sends (fs/prune.h); kOpenDeleteAfter: only once
 /// every file is in. kOpenDeleteRoot: the destination directory itself is
@@ -125,19 +132,44 @@ constexpr size_t kMaxOpenRuleLen = 1024;
 /// kOpenBudget: kMaxMessage less room for an authenticated session's MAC).
 size_t open_size(const Open& o);
 constexpr size_t kOpenBudget = kMaxMessage - 64;
+/// get: the source path ended in '/': a directory's contents are sent, not
+/// the directory itself (rsync's "src/" versus "src").
+constexpr uint16_t kOpenContents = 1u << 13;
+/// put: the destination is a directory (-r, several sources or a trailing
+/// '/'): created with its missing parents when it does not exist (--mkpath).
+constexpr uint16_t kOpenMakeDir = 1u << 14;
+/// Every bit a peer may set; an OPEN with another bit is refused.
+constexpr uint16_t kOpenKnownFlags = (1u << 15) - 1;
 
 struct OpenOk {
   uint8_t dest_is_dir = 0;
 };
 
-/// Source → sink: a file starts. name is the file's name (no directories)
-/// for the sink to use when its destination is a directory.
+/// Source → sink: an entry starts. name is its name (no directories, but
+/// '/'-separated below a recursive copy) for the sink to use when its
+/// destination is a directory. mode: S_IFMT type bits (0 or S_IFREG: a
+/// regular file; S_IFDIR, S_IFLNK, S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK) and
+/// permission bits 07777; nothing else. Only a regular file has a size
+/// (data follows in chunks); only a symlink a link_target (1 to kMaxPath
+/// bytes, no NUL, verbatim: never resolved by the sink); only a device an
+/// rdev. user/group name uid/gid for the sink to map (at most kMaxIdName
+/// bytes, no NUL; "" = use the number). link_to (-H, regular files only):
+/// 0, or file_id itself for the first of a hard-link group (the sink keeps
+/// its place), or an earlier file_id of that group: this entry is a hard
+/// link to it and carries no data (size 0).
 struct FileBegin {
   uint32_t file_id = 0;
   uint64_t size = 0;
   uint32_t mode = 0644;
   int64_t mtime_ns = 0;  ///< the source's modification time, ns since the epoch
   std::string name;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  std::string user;
+  std::string group;
+  std::string link_target;
+  uint64_t rdev = 0;
+  uint32_t link_to = 0;
 };
 
 /// Source → sink: a chunk sits in the source's registered memory at

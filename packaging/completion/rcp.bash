@@ -22,7 +22,9 @@ _rcp_options() {
       -P --port --tcp-port --chunk-size --buffer-size --window --streams --no-zerocopy --encrypt --hash-threads \
       --fsync --progress --no-progress --copy-devices --write-devices --devices-as-files --force --direct \
       -c --checksum --ignore-existing --existing -u --update -W --whole-file --partial --stats --json \
-      --exclude --include --exclude-from --include-from --files-from -0 --from0 --delete --delete-after
+      --exclude --include --exclude-from --include-from --files-from -0 --from0 --delete --delete-after \
+      -a --archive -p --perms -t --times -o --owner -g --group -l --links -L --copy-links -D --devices --specials \
+      -H --hard-links --numeric-ids
   fi
 }
 

@@ -66,6 +66,16 @@ int main(int argc, char** argv) {
   msg("open_get_files_from", Open{Op::get, Checksum::xxh128, kOpenRelative | kOpenDelete | kOpenDeleteAfter | kOpenDeleteRoot | kOpenPartial, "data/base", {"d/f0", "d/f1"}, {"- *.tmp"}});
   msg("open_ok", OpenOk{1});
   msg("file_begin", FileBegin{7, 1u << 30, 0644, 0, "r\xC3\xA9sum\xC3\xA9.txt"});
+  // Faithful copies (wire v6): metadata, a symlink, a hard link, a FIFO, a device; OPEN with -aH.
+  msg("open_put_archive", Open{Op::put, Checksum::xxh128, kOpenMulti | kOpenMakeDir, "data/dir", {}, {}, kPreserveKnown});
+  msg("open_get_contents", Open{Op::get, Checksum::xxh128, kOpenRecursive | kOpenContents, "data/tree", {}, {"- *.o"}, 0x1df});
+  msg("file_begin_meta", FileBegin{8, 4096, 0100644, 1700000000123456789, "d/f", 1000, 100, "alice", "staff"});
+  msg("file_begin_dir", FileBegin{9, 0, 040755, -1, "d", 0, 0, "root", "root"});
+  msg("file_begin_symlink", FileBegin{10, 0, 0120777, 0, "d/l", 0, 0, "", "", "../target with space", 0});
+  msg("file_begin_device", FileBegin{11, 0, 020600, 0, "d/null", 0, 0, "", "", "", 0x0103});
+  msg("file_begin_fifo", FileBegin{12, 0, 010644, 0, "d/fifo"});
+  msg("file_begin_leader", FileBegin{13, 10, 0100600, 0, "h1", 0, 0, "", "", "", 0, 13});
+  msg("file_begin_hardlink", FileBegin{14, 0, 0100600, 0, "h2", 0, 0, "", "", "", 0, 13});
   msg("chunk_ready_xxh", ChunkReady{7, 3, 4u << 20, 1u << 20, 0x7f0000001000, 0x1234, digest(16)});
   msg("chunk_ready_sha", ChunkReady{7, 4, 5u << 20, 1u << 20, 0x7f0000101000, 0x1234, digest(32)});
   msg("chunk_done", ChunkDone{{0, 1, 2, 3, 15}});

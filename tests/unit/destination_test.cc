@@ -110,7 +110,7 @@ TEST_CASE("DestinationTree places entries in a directory destination") {
   REQUIRE(dest.ok());
   DestinationTree tree(dest.value());
 
-  PlacedEntry d = tree.place("top", true, 0750, "peer");
+  PlacedEntry d = tree.place("top", S_IFDIR, 0750, "peer");
   CHECK(d.error.empty());
   CHECK(d.rel == "top");
   CHECK(d.shown == s.dir + "/top");
@@ -119,7 +119,7 @@ TEST_CASE("DestinationTree places entries in a directory destination") {
   REQUIRE(::stat(s.at("top").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0750);
 
-  PlacedEntry f = tree.place("top/sub/f.txt", false, 0600, "peer");
+  PlacedEntry f = tree.place("top/sub/f.txt", S_IFREG, 0600, "peer");
   REQUIRE_MESSAGE(f.error.empty(), f.error);
   CHECK(f.parent);
   REQUIRE(f.tmp.fd() >= 0);
@@ -128,7 +128,7 @@ TEST_CASE("DestinationTree places entries in a directory destination") {
 
   for (const std::string bad : {"../evil", "/abs", "a/../b", "a//b", "./a", ""}) {
     CAPTURE(bad);
-    PlacedEntry e = tree.place(bad, false, 0644, "10.0.0.1:7471");
+    PlacedEntry e = tree.place(bad, S_IFREG, 0644, "10.0.0.1:7471");
     CHECK(e.error == "refused unsafe file name '" + bad + "' from 10.0.0.1:7471");
     CHECK(e.tmp.fd() < 0);
   }
@@ -139,12 +139,12 @@ TEST_CASE("DestinationTree takes one file, and no directory, into a file destina
   auto dest = resolve_destination_local(s.at("out.bin"), false);
   REQUIRE(dest.ok());
   DestinationTree tree(dest.value());
-  PlacedEntry first = tree.place("whatever/the/name", false, 0644, "peer");
+  PlacedEntry first = tree.place("whatever/the/name", S_IFREG, 0644, "peer");
   REQUIRE_MESSAGE(first.error.empty(), first.error);
   CHECK(first.shown == s.at("out.bin"));
-  PlacedEntry second = tree.place("b", false, 0644, "peer");
+  PlacedEntry second = tree.place("b", S_IFREG, 0644, "peer");
   CHECK(second.error == "several files sent to the single-file destination '" + s.at("out.bin") + "'");
-  PlacedEntry dir = tree.place("d", true, 0755, "peer");
+  PlacedEntry dir = tree.place("d", S_IFDIR, 0755, "peer");
   CHECK(dir.error == "a directory was sent to the file destination '" + s.at("out.bin") + "'");
 }
 
@@ -226,4 +226,69 @@ TEST_CASE("a device destination takes one file that fits, only what was asked fo
   }
   // Nothing but the device was created beside it.
   CHECK(std::distance(std::filesystem::directory_iterator(s.dir), std::filesystem::directory_iterator{}) == 1);
+}
+
+TEST_CASE("trailing slash on a source: 'dir' sends the directory, 'dir/' its contents (rsync)") {
+  Scratch s;
+  s.file("top/a.txt");
+  s.file("top/sub/b.txt");
+  Fd root(::open(s.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  for (bool beneath : {false, true}) {
+    CAPTURE(beneath);
+    const int dir_fd = beneath ? root.get() : AT_FDCWD;
+    auto path = [&](const std::string& rel) { return beneath ? rel : s.at(rel); };
+    auto named = expand_source(dir_fd, path("top"), "top", beneath, true);
+    REQUIRE(named.ok());
+    CHECK(names(named->files) == std::vector<std::string>{"top/", "top/a.txt", "top/sub/", "top/sub/b.txt"});
+    auto contents = expand_source(dir_fd, path("top/"), "top/", beneath, true);
+    REQUIRE(contents.ok());
+    CHECK(contents->tree);
+    CHECK(names(contents->files) == std::vector<std::string>{"a.txt", "sub/", "sub/b.txt"});
+  }
+}
+
+TEST_CASE("a missing destination: made (with its parents) when it must be a directory, never a file named 'x/'") {
+  Scratch s;
+  SUBCASE("local: make_dir creates every missing component") {
+    auto d = resolve_destination_local(s.at("new/deeper/dir"), true, true);
+    REQUIRE_MESSAGE(d.ok(), d.error().message());
+    CHECK(d->is_dir);
+    CHECK(std::filesystem::is_directory(s.at("new/deeper/dir")));
+  }
+  SUBCASE("local: without make_dir a missing directory destination is refused") {
+    CHECK_FALSE(resolve_destination_local(s.at("missing"), true).ok());
+    CHECK_FALSE(std::filesystem::exists(s.at("missing")));
+  }
+  SUBCASE("local: 'x/' is a directory even for one file; without make_dir refused, not a file 'x'") {
+    auto refused = resolve_destination_local(s.at("x/"), false);
+    CHECK_FALSE(refused.ok());
+    CHECK_FALSE(std::filesystem::exists(s.at("x")));
+    auto made = resolve_destination_local(s.at("x/"), false, true);
+    REQUIRE(made.ok());
+    CHECK(made->is_dir);
+    CHECK(std::filesystem::is_directory(s.at("x")));
+  }
+  SUBCASE("local: one file to a missing name stays a file") {
+    auto d = resolve_destination_local(s.at("newname"), false);
+    REQUIRE(d.ok());
+    CHECK_FALSE(d->is_dir);
+    CHECK(d->leaf == "newname");
+  }
+  SUBCASE("local: make_dir onto an existing file is refused") {
+    s.file("afile");
+    CHECK_FALSE(resolve_destination_local(s.at("afile"), true, true).ok());
+  }
+  SUBCASE("beneath an export: made with its parents, never through a symlink") {
+    Fd root(::open(s.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    auto d = resolve_destination_beneath(root.get(), "a/b/c", false, "mod/a/b/c", true);
+    REQUIRE_MESSAGE(d.ok(), d.error().message());
+    CHECK(d->is_dir);
+    CHECK(std::filesystem::is_directory(s.at("a/b/c")));
+    CHECK_FALSE(resolve_destination_beneath(root.get(), "q/r", true, "mod/q/r", false).ok());
+    CHECK_FALSE(std::filesystem::exists(s.at("q")));
+    Scratch outside;
+    ::symlink(outside.dir.c_str(), s.at("out").c_str());
+    CHECK_FALSE(resolve_destination_beneath(root.get(), "out/new", false, "mod/out/new", true).ok());
+    CHECK(std::filesystem::is_empty(outside.dir));
+  }
 }

@@ -1,6 +1,8 @@
 // Proves the wire codec round-trips every message and the hello, writes big-endian, and refuses every truncated, oversized or malformed input.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdint>
 #include <limits>
@@ -27,11 +29,13 @@ Digest make_digest(uint8_t len, uint8_t seed) {
 
 bool eq(const Open& a, const Open& b) {
   return a.op == b.op && a.checksum == b.checksum && a.flags == b.flags && a.path == b.path && a.more == b.more &&
-         a.filters == b.filters;
+         a.filters == b.filters && a.preserve == b.preserve;
 }
 bool eq(const OpenOk& a, const OpenOk& b) { return a.dest_is_dir == b.dest_is_dir; }
 bool eq(const FileBegin& a, const FileBegin& b) {
-  return a.file_id == b.file_id && a.size == b.size && a.mode == b.mode && a.mtime_ns == b.mtime_ns && a.name == b.name;
+  return a.file_id == b.file_id && a.size == b.size && a.mode == b.mode && a.mtime_ns == b.mtime_ns &&
+         a.name == b.name && a.uid == b.uid && a.gid == b.gid && a.user == b.user && a.group == b.group &&
+         a.link_target == b.link_target && a.rdev == b.rdev && a.link_to == b.link_to;
 }
 bool eq(const ChunkReady& a, const ChunkReady& b) {
   return a.file_id == b.file_id && a.slot == b.slot && a.offset == b.offset && a.length == b.length &&
@@ -88,6 +92,17 @@ std::vector<Message> samples() {
   v.push_back(FileBegin{3, 5, 0644, std::numeric_limits<int64_t>::min(), "old"});
   v.push_back(FileBegin{4, 5, 0644, 1700000000123456789ll, "ns"});
   v.push_back(FileBegin{7, std::numeric_limits<uint64_t>::max(), 0644, 0, std::string(kMaxPath, 'n')});
+  // Metadata at its limits: mtimes before 1970 and to the nanosecond, owner
+  // names, a symlink's target, a device's number.
+  v.push_back(FileBegin{8, 0, S_IFDIR | 07777, -1, "d", 0xFFFFFFFF, 0, "root", std::string(kMaxIdName, 'g'), "", 0});
+  v.push_back(FileBegin{9, 0, S_IFLNK | 0777, 1700000000123456789, "l", 1000, 1000, kUtf8, "", "../" + kUtf8, 0});
+  v.push_back(FileBegin{10, 0, S_IFLNK | 0777, std::numeric_limits<int64_t>::min(), "l", 0, 0, "", "",
+                        std::string(kMaxPath, 't'), 0});
+  v.push_back(FileBegin{11, 0, S_IFCHR | 0600, 0, "null", 0, 0, "", "", "", 0x0103});
+  v.push_back(FileBegin{12, 0, S_IFIFO | 0644, std::numeric_limits<int64_t>::max(), "fifo"});
+  v.push_back(FileBegin{13, 77, S_IFREG | 0600, 0, "leader", 0, 0, "", "", "", 0, 13});
+  v.push_back(FileBegin{0xFFFFFFFF, 0, S_IFREG | 0600, 0, "follower", 0, 0, "", "", "", 0, 0xFFFFFFFE});
+  v.push_back(Open{Op::put, Checksum::xxh128, kOpenMulti, "m/d", {"e"}, {"+ f"}, kPreserveKnown});
   v.push_back(ChunkReady{1, 2, 0x1122334455667788ull, kMaxChunk, 0xFEDCBA9876543210ull, 0xCAFEBABE, make_digest(32, 1)});
   v.push_back(ChunkReady{0xFFFFFFFF, 0xFFFFFFFF, 0, 1, 0, 0, make_digest(16, 200)});
   v.push_back(ChunkReady{3, 0, std::numeric_limits<uint64_t>::max() - 1, 1, 1, 1, Digest{}});
@@ -161,6 +176,7 @@ Bytes open_payload(uint8_t op, uint8_t cks, const std::string& path, uint16_t fl
   w.str(path);
   w.u16(0);  // more paths
   w.u16(0);  // filter rules
+  w.u32(0);  // preserve
   return p;
 }
 
@@ -177,6 +193,7 @@ Bytes open_lists(uint16_t npaths, const std::vector<std::string>& paths, uint16_
   for (auto& x : paths) w.str(x);
   w.u16(nrules);
   for (auto& x : rules) w.str(x);
+  w.u32(0);  // preserve
   return p;
 }
 
@@ -301,16 +318,91 @@ TEST_CASE("a decoded message differs when a field differs (the comparison can fa
 }
 
 TEST_CASE("exact encoding of DONE and OPEN") {
-  CHECK(enc(Done{1, 2, 3}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x05, 0x00, 0x09, 0x00, 0x00, 0x00, 0x0c,
+  CHECK(enc(Done{1, 2, 3}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x06, 0x00, 0x09, 0x00, 0x00, 0x00, 0x0c,
                                     0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3});
-  const Bytes open = enc(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a", {"b"}, {"- c"}});
-  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x05, 0x00, 0x01, 0x00, 0x00, 0x00, 0x15,
+  const Bytes open = enc(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a", {"b"}, {"- c"}, 0x0102});
+  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x06, 0x00, 0x01, 0x00, 0x00, 0x00, 0x19,
                       0x02, 0x02, 0x00, 0x01, 0x00, 0x03, 'm', '/', 'a',
-                      0x00, 0x01, 0x00, 0x01, 'b', 0x00, 0x01, 0x00, 0x03, '-', ' ', 'c'});
-  CHECK(open_size(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a", {"b"}, {"- c"}}) == open.size());
+                      0x00, 0x01, 0x00, 0x01, 'b', 0x00, 0x01, 0x00, 0x03, '-', ' ', 'c', 0, 0, 0x01, 0x02});
+  CHECK(open_size(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a", {"b"}, {"- c"}, 0x0102}) == open.size());
   // Magic first, big-endian "RCP0".
   CHECK(((uint32_t{open[0]} << 24) | (uint32_t{open[1]} << 16) | (uint32_t{open[2]} << 8) | open[3]) == kMagic);
-  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x05, 0x00, 0x08, 0, 0, 0, 0});
+  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x06, 0x00, 0x08, 0, 0, 0, 0});
+}
+
+TEST_CASE("exact encoding of FILE_BEGIN: mtime_ns right after mode, metadata after the name") {
+  const Bytes b = enc(FileBegin{1, 2, S_IFLNK | 0777, -2, "n", 3, 4, "u", "g", "t", 0});
+  CHECK(b == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x06, 0x00, 0x03, 0x00, 0x00, 0x00, 0x38,
+                   0, 0, 0, 1,                                      // file_id
+                   0, 0, 0, 0, 0, 0, 0, 2,                          // size
+                   0, 0, 0xa1, 0xff,                                // mode
+                   0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe,  // mtime_ns
+                   0, 1, 'n',                                       // name
+                   0, 0, 0, 3, 0, 0, 0, 4,                          // uid, gid
+                   0, 1, 'u', 0, 1, 'g', 0, 1, 't',                 // user, group, link target
+                   0, 0, 0, 0, 0, 0, 0, 0,                          // rdev
+                   0, 0, 0, 0});                                    // link_to
+}
+
+namespace {
+/// A FILE_BEGIN payload, field by field, so a test can put in what encode() would not.
+Bytes file_begin_payload(uint64_t size, uint32_t mode, const std::string& name, const std::string& user,
+                         const std::string& target, uint64_t rdev, uint32_t id = 1, uint32_t link_to = 0) {
+  Bytes p;
+  Writer w(p);
+  w.u32(id);
+  w.u64(size);
+  w.u32(mode);
+  w.u64(0);
+  w.str(name);
+  w.u32(0);
+  w.u32(0);
+  w.str(user);
+  w.str("");
+  w.str(target);
+  w.u64(rdev);
+  w.u32(link_to);
+  return p;
+}
+}  // namespace
+
+TEST_CASE("FILE_BEGIN metadata is validated: type, bits, size, target, device, names") {
+  const auto fb = static_cast<uint16_t>(MsgType::file_begin);
+  CHECK(decode(frame(fb, file_begin_payload(5, 0644, "f", "", "", 0))).ok());             // legacy: type 0 = file
+  CHECK(decode(frame(fb, file_begin_payload(5, S_IFREG | 04755, "f", "", "", 0))).ok());
+  CHECK(decode(frame(fb, file_begin_payload(0, S_IFLNK | 0777, "l", "", "x", 0))).ok());
+  CHECK(decode(frame(fb, file_begin_payload(0, S_IFBLK | 0600, "b", "", "", 0x0801))).ok());
+  CHECK(decode(frame(fb, file_begin_payload(0, S_IFSOCK | 0600, "s", "", "", 0))).ok());
+  expect_proto_error(frame(fb, file_begin_payload(0, 0170000 | 0644, "x", "", "", 0)), "unknown file type");
+  expect_proto_error(frame(fb, file_begin_payload(0, 0030000, "x", "", "", 0)), "unknown file type");
+  expect_proto_error(frame(fb, file_begin_payload(0, 01000000 | 0644, "x", "", "", 0)), "unknown bits");
+  expect_proto_error(frame(fb, file_begin_payload(1, S_IFDIR | 0755, "d", "", "", 0)), "only a regular file");
+  expect_proto_error(frame(fb, file_begin_payload(3, S_IFLNK | 0777, "l", "", "abc", 0)), "only a regular file");
+  expect_proto_error(frame(fb, file_begin_payload(0, S_IFLNK | 0777, "l", "", "", 0)), "without a target");
+  expect_proto_error(frame(fb, file_begin_payload(0, S_IFREG | 0644, "f", "", "t", 0)), "non-symlink");
+  expect_proto_error(frame(fb, file_begin_payload(0, S_IFIFO | 0644, "p", "", "", 7)), "non-device");
+  expect_proto_error(frame(fb, file_begin_payload(0, S_IFLNK | 0777, "l", "", std::string("a\0b", 3), 0)), "NUL");
+  expect_proto_error(frame(fb, file_begin_payload(0, S_IFREG, "f", std::string("r\0t", 3), "", 0)), "NUL");
+  expect_proto_error(frame(fb, file_begin_payload(0, S_IFREG, "f", std::string(kMaxIdName + 1, 'u'), "", 0)));
+  CHECK(decode(frame(fb, file_begin_payload(0, S_IFREG, "f", std::string(kMaxIdName, 'u'), "", 0))).ok());
+  expect_proto_error(frame(fb, file_begin_payload(0, S_IFLNK | 0777, "l", "", std::string(kMaxPath + 1, 't'), 0)));
+  // Hard links (-H): a group's first names itself, the others an earlier file and carry no data.
+  CHECK(decode(frame(fb, file_begin_payload(9, S_IFREG | 0644, "h", "", "", 0, 5, 5))).ok());
+  CHECK(decode(frame(fb, file_begin_payload(0, S_IFREG | 0644, "h", "", "", 0, 6, 5))).ok());
+  expect_proto_error(frame(fb, file_begin_payload(0, S_IFREG | 0644, "h", "", "", 0, 5, 6)), "later file");
+  expect_proto_error(frame(fb, file_begin_payload(3, S_IFREG | 0644, "h", "", "", 0, 6, 5)), "with data");
+  expect_proto_error(frame(fb, file_begin_payload(0, S_IFDIR | 0755, "h", "", "", 0, 6, 5)), "non-file");
+}
+
+TEST_CASE("OPEN refuses unknown preserve bits") {
+  Bytes p = open_payload(1, 1, "m");
+  CHECK(decode(frame(1, p)).ok());
+  for (uint32_t bad : {kPreserveKnown + 1, 1u << 31}) {
+    CAPTURE(bad);
+    Bytes q = p;
+    for (int i = 0; i < 4; ++i) q[q.size() - 4 + i] = static_cast<uint8_t>(bad >> (24 - 8 * i));
+    expect_proto_error(frame(1, q), "unknown metadata");
+  }
 }
 
 TEST_CASE("encode appends after existing bytes and leaves them intact on failure") {
