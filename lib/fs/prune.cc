@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 #include <fmt/core.h>
 
 #include "fs/path.h"
@@ -52,8 +53,15 @@ Result<std::vector<std::pair<std::string, unsigned char>>> list_dir(int fd, cons
 }
 
 /// A copy's own temp file (".NAME.rcp-XXXXXXXX", fs/tempfile.h): it may be
-/// a file in flight of this very session; never pruned.
+/// a file in flight of this very session; never pruned. Nor is a --partial
+/// file (".NAME.rcp-partial"): it is what the next run resumes from (rsync
+/// likewise protects its --partial-dir from --delete).
 bool is_temp_name(const std::string& n) {
+  auto ends = [&](std::string_view suffix, size_t min_stem) {
+    return n.size() > suffix.size() + min_stem && n[0] == '.' &&
+           n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends(".rcp-partial", 1)) return true;
   return n.size() > 14 && n[0] == '.' && n.compare(n.size() - 13, 5, ".rcp-") == 0;
 }
 

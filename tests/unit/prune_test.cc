@@ -147,6 +147,7 @@ TEST_CASE("--delete never acts outside: '..', absolute names, symlinked director
 TEST_CASE("--delete leaves temp files of files in flight, and a directory holding a protected entry") {
   Tree t;
   t.file("dest/d/.big.rcp-abcd1234");
+  t.file("dest/d/.huge.rcp-partial");
   t.file("dest/d/olddir/x.bak");
   t.file("dest/d/olddir/y");
   Fd d = t.dest();
@@ -158,6 +159,7 @@ TEST_CASE("--delete leaves temp files of files in flight, and a directory holdin
   p.saw("d", true);
   p.finish();
   CHECK(t.has("dest/d/.big.rcp-abcd1234"));
+  CHECK(t.has("dest/d/.huge.rcp-partial"));  // what a --partial rerun resumes from
   CHECK(t.has("dest/d/olddir/x.bak"));
   CHECK_FALSE(t.has("dest/d/olddir/y"));
 }
@@ -177,10 +179,10 @@ TEST_CASE("a pull of many sources accepts each one's name, and nothing else") {
   rel->expect = ExpectedNames{"x/y.txt", false, {"dir"}, true};
   DestinationTree rtree(rel.value());
   CHECK(rtree.place("x/y.txt", false, 0644, "peer").error.empty());
-  CHECK(rtree.place("dir", true, 0755, "peer").error.empty());
+  CHECK(rtree.place("dir", S_IFDIR, 0755, "peer").error.empty());
   CHECK_FALSE(rtree.place("dir/inner", false, 0644, "peer").error.empty());  // no -r
   CHECK_FALSE(rtree.place("x/other", false, 0644, "peer").error.empty());
-  CHECK_FALSE(rtree.place("x", true, 0755, "peer").error.empty());
+  CHECK_FALSE(rtree.place("x", S_IFDIR, 0755, "peer").error.empty());
   rel->expect->tree = true;
   DestinationTree rtree2(rel.value());
   CHECK(rtree2.place("dir/inner", false, 0644, "peer").error.empty());
