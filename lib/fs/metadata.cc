@@ -206,6 +206,12 @@ Status make_and_rename(int dir_fd, const std::string& leaf, const std::string& s
       ::unlinkat(dir_fd, tmp.c_str(), 0);
       return e;
     }
+    // rename(2) over another link of the same inode "does nothing, and
+    // returns success": a hard link that is already in place (a second -H
+    // run) would leave its temporary name behind. The name is ours (made
+    // above under a random name), so removing it is safe.
+    if (::unlinkat(dir_fd, tmp.c_str(), 0) != 0 && errno != ENOENT)
+      return sys_error(std::string(what) + " '" + shown + "': removing its temporary name");
     return {};
   }
   return make_error(EEXIST, std::string(what) + " '" + shown + "': no free temporary name");
