@@ -27,7 +27,7 @@ command -v parallel > /dev/null || { echo "parallel-shards.sh: GNU parallel is n
 rcp=${RCP:-rcp}
 merge=${RCP_MERGE_REPORTS:-rcp-merge-reports}
 from0=()
-tr -d -c '\0' < "$list" | head -c 1 | grep -q . && from0=(--from0)
+[ "$(tr -d -c '\000' < "$list" | head -c 1 | wc -c)" = 1 ] && from0=(--from0)
 # Every shard at once: all N here, or N/hosts (rounded up) on each ssh login. Each job's
 # stdout is its one-line report (parallel prints a job's output whole), which
 # rcp-merge-reports reads.

@@ -119,7 +119,7 @@ rcp --shard 2/4 --files-from "$work/list0" --from0 --json "$tree" "$addr:data/pu
 check "rerun of shard 2/4: exit 0, nothing transferred, its files skipped (exit $rc)" \
   test "$rc" = 0 -a "$(jq -c '[.files_transferred, .bytes_transferred, .files_skipped > 0, .shard]' "$work/again.json")" = '[0,0,true,"2/4"]'
 # A file lost at the destination: only its shard brings it back.
-victim=d03/f042
+victim=d03/f42
 rm -f "$exp/push/$victim"
 back=
 for i in 0 1 2 3; do
@@ -139,7 +139,8 @@ for i in 0 1 2; do
 done
 check "pull as 3 shards: the union is the source, 2,000 files transferred once ($psum)" \
   bash -c "[ $psum = 2000 ] && diff -r '$tree' '$out/pull'"
-check "  ... the merged pull report: exit 0" "$MERGE" "$work"/pull?.json
+"$MERGE" "$work"/pull?.json > "$work/pullm.json"; rc=$?
+check "  ... the merged pull report: exit 0, 3 shards, 2,000 files ($rc)" test $rc = 0 -a "$(jq -c "[.shards, .files_transferred]" "$work/pullm.json")" = "[3,2000]"
 
 # --- by bytes on a push: 1 file of 4 MiB and 64 of 64 KiB, 2 shards: 4 MiB each
 mkdir -p "$src/skew" "$exp/skew"
