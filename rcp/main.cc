@@ -29,6 +29,7 @@
 #include "preserve_options.h"
 #include "cli/progress.h"
 #include "cli/report.h"
+#include "cli/shard.h"
 #include "fs/filter.h"
 #include "fs/path.h"
 #include "fs/path_list.h"
@@ -77,6 +78,8 @@ struct Options {
   std::vector<std::string> excludes, includes, exclude_from, include_from;
   std::string files_from;
   bool from0 = false;
+  std::string shard_text;                ///< --shard I/N as given
+  std::optional<cli::ShardSpec> shard;  ///< parsed (cli/shard.h)
   bool del = false, del_after = false;
 };
 
@@ -161,6 +164,30 @@ Result<std::shared_ptr<const FilterList>> filters(const CLI::App& app, const Opt
   return std::make_shared<const FilterList>(std::move(f));
 }
 
+/// --shard on a push: this run's part of the --files-from list, split by
+/// size (cli/shard.h shard_by_size). The whole list is read first (every run
+/// must see all of it to agree on the split), with the size of BASE/PATH
+/// (lstat; stat with -L); a path that cannot be looked at weighs 0 and still
+/// lands in one shard, whose run reports it. Memory: the list's paths, once.
+Result<std::vector<std::string>> shard_of_list(PathList& list, const std::string& base, const Options& o) {
+  std::vector<cli::WeighedPath> all;
+  for (;;) {
+    RCP_ASSIGN(auto line, list.next());
+    if (!line) break;
+    struct stat st {};
+    const std::string full = base + "/" + *line;
+    const int rc = o.preserve.copy_links ? ::stat(full.c_str(), &st) : ::lstat(full.c_str(), &st);
+    all.push_back({std::move(*line), rc == 0 && S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0});
+  }
+  const auto shards = cli::shard_by_size(all, o.shard->count);
+  std::vector<std::string> mine;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (shards[i] == o.shard->index) mine.push_back(std::move(all[i].path));
+  if (o.verbose > 0 && !o.quiet)
+    say("shard {}/{}: {} of {} listed paths (split by size)", o.shard->index, o.shard->count, mine.size(), all.size());
+  return mine;
+}
+
 /// What a push sends. Every local source must exist before anything
 /// connects (a typo costs no connection and no partial copy); each is then
 /// walked only when its turn comes (fs/sources.h: memory stays flat). With
@@ -191,12 +218,24 @@ Result<SourceStream> push_sources(const std::vector<std::string>& srcs, const Op
     RCP_ASSIGN(PathList list, PathList::open(o.files_from, o.from0));
     tree = true;
     eo.dir_alone = true;
+    std::function<Result<std::optional<std::string>>()> next;
+    if (o.shard) {
+      RCP_ASSIGN(auto mine, shard_of_list(list, srcs[0], o));
+      auto v = std::make_shared<std::vector<std::string>>(std::move(mine));
+      next = [v, i = size_t{0}]() mutable -> Result<std::optional<std::string>> {
+        if (i == v->size()) return std::optional<std::string>{};
+        return std::optional<std::string>{std::move((*v)[i++])};
+      };
+    } else {
+      auto l = std::make_shared<PathList>(std::move(list));
+      next = [l]() { return l->next(); };
+    }
     struct State {
-      PathList list;
+      std::function<Result<std::optional<std::string>>()> next;
       SourceStream cur;
       bool done = false;
     };
-    auto st2 = std::make_shared<State>(State{std::move(list), {}, false});
+    auto st2 = std::make_shared<State>(State{std::move(next), {}, false});
     const std::string base = srcs[0];
     return SourceStream([st2, base, eo]() -> std::optional<SourceOpener> {
       for (;;) {
@@ -205,7 +244,7 @@ Result<SourceStream> push_sources(const std::vector<std::string>& srcs, const Op
           st2->cur = nullptr;
         }
         if (st2->done) return std::nullopt;
-        auto line = st2->list.next();
+        auto line = st2->next();
         if (!line.ok()) {
           st2->done = true;
           return failed_entry(line.error());
@@ -588,7 +627,7 @@ int run(const Options& o, const CLI::App& app) {
     total = std::move(st.value());
   } else {
     const uint16_t flags = (o.fsync ? wire::kOpenFsync : 0) | (o.recursive ? wire::kOpenRecursive : 0) | del_flags | open_flags(o.rules);
-    auto batches = cli::pull_batches(addrs, o.files_from, o.from0, o.recursive, flags, rules);
+    auto batches = cli::pull_batches(addrs, o.files_from, o.from0, o.recursive, flags, rules, o.shard);
     if (!batches.ok()) return fail(batches.error(), cli::Phase::local, "", ec::kUsage);
     for (;;) {
       auto b = batches.value().next();
@@ -778,6 +817,10 @@ int main(int argc, char** argv) {
                  "send the paths listed in FILE, relative to the one source directory ('-': stdin)")
       ->type_name("FILE");
   app.add_flag("-0,--from0", o.from0, "the lists in --files-from and --exclude-from are NUL-separated");
+  app.add_option("--shard", o.shard_text,
+                 "copy only part I of N (counted from 0) of the --files-from list: N runs with I = 0..N-1 "
+                 "copy each listed path once (a push splits by size, a pull by name; see rcp(1) SHARDED JOBS)")
+      ->type_name("I/N");
   app.add_flag("--delete", o.del, "with -r: remove entries the source does not have from the directories copied");
   app.add_flag("--delete-after", o.del_after, "as --delete, but only once every file has arrived");
   app.add_option("--password-file", o.password_file,
@@ -793,6 +836,26 @@ int main(int argc, char** argv) {
     return ec::kUsage;
   }
   if (cli::archive_requested(app)) o.recursive = true;
+  if (!o.shard_text.empty()) {
+    auto sh = cli::parse_shard(o.shard_text);
+    if (!sh.ok()) {
+      std::fprintf(stderr, "rcp: %s\n", sh.error().context.c_str());
+      return ec::kUsage;
+    }
+    // A tree source has no list every run can agree on before it copies:
+    // the split is of a list (find SRC -type f > LIST makes one).
+    if (o.files_from.empty()) {
+      std::fprintf(stderr, "rcp: --shard splits a --files-from list: give one (as: cd SRC && find . -type f > LIST)\n");
+      return ec::kUsage;
+    }
+    // --delete in one shard would remove what the other shards copy.
+    if (o.del || o.del_after) {
+      std::fprintf(stderr, "rcp: --shard and --delete exclude each other (one shard would delete the others' files)\n");
+      return ec::kUsage;
+    }
+    o.shard = sh.value();
+    g_report.shard = o.shard_text;
+  }
   if (o.ipv4 && o.ipv6) {
     std::fprintf(stderr, "rcp: -4 and -6 exclude each other\n");
     return ec::kUsage;

@@ -33,6 +33,10 @@ runtime_pkgs=(
     iperf3 rsync socat netcat-openbsd   # bench/run anchors (socat, tar|nc)
     zsh
     bsdutils     # script(1): the cli suite runs rcp under a pseudo-terminal
+    jq           # rcp-merge-reports (packaging/) and the shard suite
+    parallel     # the shard suite runs packaging/examples/parallel-shards.sh
+    python3-yaml # the Kubernetes example's manifest check (tests/integration/k8s_manifest_check.py)
+    slurm-wlm munge  # tests/integration/shard_slurm.sh: a single-node Slurm job array on localhost
 )
 vm_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
 # systemd: systemd-analyze (unit scoring) and systemd-sysusers (the rcpd user) in the package test.

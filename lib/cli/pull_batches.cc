@@ -23,6 +23,11 @@ Result<std::optional<PullBatch>> PullBatches::next() {
           done_ = true;
           break;
         }
+        // --shard on a pull: the sizes are the daemon's, so the split is by name.
+        if (shard_ && shard_by_name(*pending_, shard_->count) != shard_->index) {
+          pending_.reset();
+          continue;
+        }
       }
       b.open.more.push_back(*pending_);
       if (b.open.more.size() > wire::kMaxOpenPaths || wire::open_size(b.open) > wire::kOpenBudget) {
@@ -76,7 +81,8 @@ Result<std::optional<PullBatch>> PullBatches::next() {
 }
 
 Result<PullBatches> pull_batches(const std::vector<Address>& addrs, const std::string& files_from, bool from0,
-                                 bool recursive, uint16_t flags, std::vector<std::string> rules) {
+                                 bool recursive, uint16_t flags, std::vector<std::string> rules,
+                                 std::optional<ShardSpec> shard) {
   std::vector<const Address*> srcs;
   for (size_t i = 0; i + 1 < addrs.size(); ++i) srcs.push_back(&addrs[i]);
   std::optional<PathList> list;
@@ -88,7 +94,7 @@ Result<PullBatches> pull_batches(const std::vector<Address>& addrs, const std::s
   if (wire::open_size(probe) > wire::kOpenBudget)
     return make_error(E2BIG, fmt::format("the filter rules take {} bytes, more than one request holds ({})",
                                          wire::open_size(probe), wire::kOpenBudget));
-  return PullBatches(std::move(srcs), flags, std::move(rules), std::move(list), recursive);
+  return PullBatches(std::move(srcs), flags, std::move(rules), std::move(list), recursive, shard);
 }
 
 }  // namespace rcp::cli

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/address.h"
+#include "cli/shard.h"
 #include "fs/destination.h"
 #include "fs/path_list.h"
 #include "util/result.h"
@@ -33,8 +34,9 @@ struct PullBatch {
 class PullBatches {
  public:
   PullBatches(std::vector<const Address*> srcs, uint16_t flags, std::vector<std::string> rules,
-              std::optional<PathList> list, bool recursive)
-      : srcs_(std::move(srcs)), flags_(flags), rules_(std::move(rules)), list_(std::move(list)), recursive_(recursive) {}
+              std::optional<PathList> list, bool recursive, std::optional<ShardSpec> shard = std::nullopt)
+      : srcs_(std::move(srcs)), flags_(flags), rules_(std::move(rules)), list_(std::move(list)), recursive_(recursive),
+        shard_(shard) {}
 
   /// The next session's OPEN; nullopt when every source is sent.
   Result<std::optional<PullBatch>> next();
@@ -48,6 +50,7 @@ class PullBatches {
   std::vector<std::string> rules_;
   std::optional<PathList> list_;
   bool recursive_;
+  std::optional<ShardSpec> shard_;  ///< --shard: only the list's paths of this shard (by name)
   size_t i_ = 0;
   bool done_ = false;
   std::optional<std::string> pending_;
@@ -55,8 +58,10 @@ class PullBatches {
 
 /// The batches for the sources addrs[0 .. size-2] (the last is DEST). A
 /// --files-from list (files_from not "") is relative to the one source.
-/// Refuses filter rules that do not fit one OPEN.
+/// Refuses filter rules that do not fit one OPEN. With shard, only the
+/// listed paths whose shard_by_name() is shard->index are asked for.
 Result<PullBatches> pull_batches(const std::vector<Address>& addrs, const std::string& files_from, bool from0,
-                                 bool recursive, uint16_t flags, std::vector<std::string> rules);
+                                 bool recursive, uint16_t flags, std::vector<std::string> rules,
+                                 std::optional<ShardSpec> shard = std::nullopt);
 
 }  // namespace rcp::cli

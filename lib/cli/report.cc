@@ -94,6 +94,8 @@ std::string to_json(const Report& r) {
   out += ']';
   num("errors_dropped", r.errors_dropped);
   num("exit_code", static_cast<uint64_t>(r.exit_code < 0 ? 0 : r.exit_code));
+  key(out, "shard");
+  if (r.shard.empty()) out += "null"; else append_json_string(out, r.shard);
   out += "}\n";
   return out;
 }

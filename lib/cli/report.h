@@ -26,6 +26,7 @@ struct Report {
   std::vector<std::string> errors;
   uint64_t errors_dropped = 0;     ///< failures beyond those listed
   int exit_code = 0;
+  std::string shard;               ///< "I/N" with --shard, "" otherwise (JSON null)
 };
 
 /// Appends s as a JSON string (quotes included). Valid UTF-8 passes through;

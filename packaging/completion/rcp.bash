@@ -22,7 +22,7 @@ _rcp_options() {
       -P --port --tcp-port --chunk-size --buffer-size --window --streams --no-zerocopy --encrypt --hash-threads \
       --fsync --progress --no-progress --copy-devices --write-devices --devices-as-files --force --direct \
       -c --checksum --ignore-existing --existing -u --update -W --whole-file --partial --stats --json \
-      --exclude --include --exclude-from --include-from --files-from -0 --from0 --delete --delete-after \
+      --exclude --include --exclude-from --include-from --files-from --shard -0 --from0 --delete --delete-after \
       -a --archive -p --perms -t --times -o --owner -g --group -l --links -L --copy-links -D --devices --specials \
       -H --hard-links --numeric-ids
   fi
@@ -63,7 +63,7 @@ _rcp() {
   case $prev in
     --transport) COMPREPLY=($(compgen -W "auto rdma tcp" -- "$cur")); return ;;
     --digest) COMPREPLY=($(compgen -W "xxh128 sha256 none" -- "$cur")); return ;;
-    -P|--port|--tcp-port|--chunk-size|--buffer-size|--window|--streams|--hash-threads|--bwlimit) return ;;
+    -P|--port|--tcp-port|--chunk-size|--buffer-size|--window|--streams|--hash-threads|--bwlimit|--shard) return ;;
     --exclude|--include) return ;;  # a pattern
     --exclude-from|--include-from|--files-from) COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac

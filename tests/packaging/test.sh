@@ -97,14 +97,17 @@ getent passwd rcpd > /dev/null || fail "no rcpd user"
 ok "rcpd --version, man -w rcpd, conffile /etc/rcpd.conf, user rcpd, rcpd.service"
 for f in /usr/share/bash-completion/completions/rcp /usr/share/zsh/vendor-completions/_rcp \
          /usr/bin/rcp-sync /lib/systemd/system/rcp-sync@.service /lib/systemd/system/rcp-sync@.timer \
-         /lib/systemd/system-generators/rcp-sync-generator /usr/share/doc/rcp/examples/nightly.toml; do
+         /lib/systemd/system-generators/rcp-sync-generator /usr/share/doc/rcp/examples/nightly.toml \
+         /usr/bin/rcp-merge-reports /usr/share/doc/rcp/examples/slurm-shards.sbatch \
+         /usr/share/doc/rcp/examples/k8s-indexed-job.yaml /usr/share/doc/rcp/examples/parallel-shards.sh; do
   [ -e "$f" ] || fail "$f not installed"
 done
 [ -d /etc/rcp/jobs ] || fail "no /etc/rcp/jobs"
 [ "$(man -w rcp-sync)" = /usr/share/man/man8/rcp-sync.8.gz ] || fail "man -w rcp-sync: $(man -w rcp-sync)"
 rcp-sync -n /usr/share/doc/rcp/examples/nightly.toml | grep -q '^/usr/bin/rcp.rdma .* -- /srv/data/ backup@backup-host:replicas/data/$' \
   || fail "rcp-sync -n on the example job: $(rcp-sync -n /usr/share/doc/rcp/examples/nightly.toml 2>&1)"
-ok "completion (bash, zsh), rcp-sync with its units, generator, man page, example job"
+[ "$(man -w rcp-merge-reports)" = /usr/share/man/man1/rcp-merge-reports.1.gz ] || fail "man -w rcp-merge-reports"
+ok "completion (bash, zsh), rcp-sync with its units, generator, man page, example job, rcp-merge-reports, shard examples"
 
 step "alternatives, order 1: rcp first, then rsh-client"
 "${apt[@]}" install rsh-client > /dev/null

@@ -131,6 +131,34 @@ TEST_CASE("pull batches: --files-from sends the listed paths, relative, in batch
   CHECK(v[0].open.more[1] == "d/f1");
 }
 
+TEST_CASE("pull batches: --shard I/N asks for the listed paths of shard I only, each path in one shard") {
+  char path[] = "/tmp/rcp-batches-XXXXXX";
+  int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  std::string text;
+  for (int i = 0; i < 2500; ++i) text += "d/f" + std::to_string(i) + "\n";
+  REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  auto addrs = parse_all({"h:data/base", "dest"});
+  std::vector<int> seen(2500, 0);
+  for (uint32_t i = 0; i < 3; ++i) {
+    auto b = pull_batches(addrs, path, false, false, 0, {}, ShardSpec{i, 3});
+    REQUIRE(b.ok());
+    size_t n = 0;
+    for (auto& x : all(b.value())) {
+      CHECK(x.expect.base == x.open.more.front());
+      for (auto& p : x.open.more) {
+        CHECK(shard_by_name(p, 3) == i);
+        ++seen[std::stoi(p.substr(3))];
+        ++n;
+      }
+    }
+    CHECK((n > 600 && n < 1100));  // 833 expected
+  }
+  ::unlink(path);
+  for (int c : seen) CHECK(c == 1);
+}
+
 TEST_CASE("pull batches: rules too big for one OPEN are refused before connecting") {
   auto addrs = parse_all({"h:data/a", "dest"});
   std::vector<std::string> rules(5, "- " + std::string(1000, 'x'));
