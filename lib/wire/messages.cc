@@ -157,6 +157,12 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                    w.str(f.message.substr(0, kMaxText));
                  },
                  [&](const StopFile& f) { w.u32(f.file_id); },
+                 [&](const Hole& h) {
+                   if (h.length == 0 || h.offset > UINT64_MAX - h.length) st = proto("HOLE range empty or past 2^64");
+                   w.u32(h.file_id);
+                   w.u64(h.offset);
+                   w.u64(h.length);
+                 },
                  [&](const WalkTotals& t) {
                    if (t.files > kMaxWalkFiles || t.final > 1) st = proto("WALK_TOTALS out of range");
                    w.u64(t.files);
@@ -325,6 +331,16 @@ Status read_body(Reader& r, FileResult& f) {
 
 Status read_body(Reader& r, StopFile& f) {
   f.file_id = r.u32();
+  return {};
+}
+
+Status read_body(Reader& r, Hole& h) {
+  h.file_id = r.u32();
+  h.offset = r.u64();
+  h.length = r.u64();
+  // (Whether it fits the file is the sink's ledger's to say; it knows the size.)
+  if (r.ok() && h.length == 0) return proto("HOLE of 0 bytes");
+  if (r.ok() && h.offset > UINT64_MAX - h.length) return proto("HOLE range wraps past 2^64");
   return {};
 }
 
