@@ -239,9 +239,10 @@ Status read_body(Reader& r, Open& o) {
     if (r.ok() && (f.size() < 3 || (f[0] != '+' && f[0] != '-') || f[1] != ' ' || f.find('\0') != std::string::npos))
       return proto("OPEN with a malformed filter rule");
   }
+  o.preserve = r.u32();
+  // (after the last field: a message cut short is "truncated", whatever it held)
   for (const std::string& p : o.more)
     if (r.ok() && (p.empty() || p.find('\0') != std::string::npos)) return proto("OPEN with an empty path or a NUL byte");
-  o.preserve = r.u32();
   if (r.ok() && (o.preserve & ~kPreserveKnown) != 0)
     return proto(fmt::format("OPEN asks to preserve unknown metadata {:#x}", o.preserve & ~kPreserveKnown));
   if (r.ok() && o.op != Op::put && o.op != Op::get && o.op != Op::list) return proto("OPEN with unknown operation");
