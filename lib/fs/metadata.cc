@@ -207,6 +207,10 @@ Status make_and_rename(int dir_fd, const std::string& leaf, const std::string& s
       ::unlinkat(dir_fd, tmp.c_str(), 0);
       return e;
     }
+    // rename(2) between two links of one inode "does nothing and returns
+    // success": a hard link made again over itself (a second -H run) would
+    // leave the temp name behind. Gone after a real rename: ENOENT, ignored.
+    ::unlinkat(dir_fd, tmp.c_str(), 0);
     return {};
   }
   return make_error(EEXIST, std::string(what) + " '" + shown + "': no free temporary name");
