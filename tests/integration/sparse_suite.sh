@@ -28,8 +28,8 @@ if [ "$transport" = rdma ] && ! ls /sys/class/infiniband/ 2>/dev/null | grep -q 
   exit 77
 fi
 
-# Not /tmp if it is a tmpfs too small for a 1 GiB sparse file's neighbours: the work directory
-# holds a few MiB of data (the 1 GiB files are sparse) and one 64 MiB allocated file.
+# The work directory holds about 150 MiB: the 1 GiB files are sparse (3 MiB each), the file
+# copied without -S and the loop device's image are 64 MiB allocated each.
 [ -n "$work" ] || work=$(mktemp -d /tmp/rcp-sparse.XXXXXX)
 mkdir -p "$work"
 src=$work/src exp=$work/export out=$work/out
