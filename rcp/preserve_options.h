@@ -1,5 +1,5 @@
 // rcp's metadata options, as rsync spells them: -a (-rlptgoD), -p, -t, -o,
-// -g, -l, -L, -D (--devices --specials), -H, --numeric-ids. They fill one
+// -g, -l, -L, -D (--devices --specials), -H, --numeric-ids, -S, and --discard. They fill one
 // Preserve (fs/metadata.h), which travels in OPEN.
 #pragma once
 
@@ -30,6 +30,10 @@ inline void add_preserve_options(CLI::App& app, Preserve& p) {
   app.add_flag("--specials", p.specials, "copy FIFOs and sockets");
   app.add_flag("-H,--hard-links", p.hard_links, "keep hard-link groups (within one copy)");
   app.add_flag("--numeric-ids", p.numeric_ids, "owner and group by number, not mapped by name");
+  app.add_flag("-S,--sparse", p.sparse,
+               "leave holes unallocated at the destination (holes are never sent: SEEK_DATA/SEEK_HOLE)");
+  app.add_flag("--discard", p.discard,
+               "with --write-devices: discard the source's holes on the device instead of writing zeros");
 }
 
 /// -a also means -r.

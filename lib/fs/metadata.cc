@@ -17,7 +17,7 @@ uint32_t Preserve::bits() const {
   return (perms ? kPerms : 0) | (times ? kTimes : 0) | (owner ? kOwner : 0) | (group ? kGroup : 0) |
          (links ? kLinks : 0) | (copy_links ? kCopyLinks : 0) | (devices ? kDevices : 0) |
          (specials ? kSpecials : 0) | (hard_links ? kHardLinks : 0) | (sparse ? kSparse : 0) |
-         (numeric_ids ? kNumericIds : 0);
+         (numeric_ids ? kNumericIds : 0) | (discard ? kDiscard : 0);
 }
 
 Preserve Preserve::from_bits(uint32_t b) {
@@ -33,6 +33,7 @@ Preserve Preserve::from_bits(uint32_t b) {
   p.hard_links = b & kHardLinks;
   p.sparse = b & kSparse;
   p.numeric_ids = b & kNumericIds;
+  p.discard = b & kDiscard;
   return p;
 }
 

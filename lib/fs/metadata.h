@@ -26,7 +26,10 @@ struct Preserve {
   bool devices = false;      ///< -D: block and character devices (created only by root)
   bool specials = false;     ///< -D: FIFOs and sockets
   bool hard_links = false;   ///< -H: hard-link groups kept within one transfer
-  bool sparse = false;       ///< -S: holes are not sent, and stay holes
+  bool sparse = false;       ///< -S: the sink leaves holes unallocated (a source never sends them)
+  /// --discard: a device destination gets its holes discarded (fallocate
+  /// PUNCH_HOLE, else BLKDISCARD) instead of written as zeros.
+  bool discard = false;
   bool numeric_ids = false;  ///< --numeric-ids: uid/gid as numbers, names not mapped
   /// Not on the wire: may the sender make setuid/setgid files or devices
   /// here? rcp receiving a pull: yes (the user asked for them). rcpd
@@ -36,8 +39,9 @@ struct Preserve {
 
   static constexpr uint32_t kPerms = 1u << 0, kTimes = 1u << 1, kOwner = 1u << 2, kGroup = 1u << 3,
                             kLinks = 1u << 4, kCopyLinks = 1u << 5, kDevices = 1u << 6, kSpecials = 1u << 7,
-                            kHardLinks = 1u << 8, kSparse = 1u << 9, kNumericIds = 1u << 10;
-  static constexpr uint32_t kKnown = (1u << 11) - 1;
+                            kHardLinks = 1u << 8, kSparse = 1u << 9, kNumericIds = 1u << 10,
+                            kDiscard = 1u << 11;
+  static constexpr uint32_t kKnown = (1u << 12) - 1;
   uint32_t bits() const;
   static Preserve from_bits(uint32_t bits);  ///< unknown bits ignored (the decoder refuses them)
   /// -a: -rlptgoD (recursion is the caller's).

@@ -2,7 +2,7 @@
 
 namespace rcp {
 
-bool FileLedger::claim(uint64_t offset, uint32_t length) {
+bool FileLedger::claim(uint64_t offset, uint64_t length) {
   if (length == 0 || offset > size_ || size_ - offset < length) return false;
   const uint64_t end = offset + length;
   auto next = claimed_.lower_bound(offset);
@@ -29,7 +29,7 @@ bool FileLedger::claim(uint64_t offset, uint32_t length) {
   return true;
 }
 
-void FileLedger::add_digest(uint64_t offset, uint32_t length, const Digest& d) {
+void FileLedger::add_digest(uint64_t offset, uint64_t length, const Digest& d) {
   waiting_.emplace(offset, std::make_pair(length, d));
   for (auto it = waiting_.begin(); it != waiting_.end() && it->first == folded_; it = waiting_.begin()) {
     hasher_.add_chunk(it->second.second);

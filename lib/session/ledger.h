@@ -20,9 +20,11 @@ class FileLedger {
   uint64_t size() const { return size_; }
   /// Claims [offset, offset + length) for a chunk about to be transferred.
   /// False when the range is empty, leaves the file, or overlaps a claimed one.
-  bool claim(uint64_t offset, uint32_t length);
-  /// A chunk's bytes are verified; folds its digest once all before it are in.
-  void add_digest(uint64_t offset, uint32_t length, const Digest& d);
+  /// (64-bit: a HOLE may span most of a file.)
+  bool claim(uint64_t offset, uint64_t length);
+  /// A chunk's bytes are verified (or a hole is in place); folds its digest
+  /// once all before it are in.
+  void add_digest(uint64_t offset, uint64_t length, const Digest& d);
   /// Every byte of the file has been verified.
   bool complete() const { return folded_ == size_; }
   uint64_t folded_bytes() const { return folded_; }
@@ -33,7 +35,7 @@ class FileLedger {
   uint64_t size_;
   uint64_t folded_ = 0;
   std::map<uint64_t, uint64_t> claimed_;  // offset -> end, disjoint; merged when adjacent
-  std::map<uint64_t, std::pair<uint32_t, Digest>> waiting_;  // verified, not yet folded
+  std::map<uint64_t, std::pair<uint64_t, Digest>> waiting_;  // verified, not yet folded
   Hasher hasher_;
 };
 

@@ -30,6 +30,20 @@ Digest chunk_digest(const SessionOptions& opt, uint32_t file_id, uint64_t offset
   return h.finish();
 }
 
+Digest hole_digest(const SessionOptions& opt, uint32_t file_id, uint64_t offset, uint64_t length) {
+  uint8_t rec[4 + 4 + 8 + 8] = {'h', 'o', 'l', 'e'};
+  for (int i = 0; i < 4; ++i) rec[4 + i] = static_cast<uint8_t>(file_id >> (24 - 8 * i));
+  for (int i = 0; i < 8; ++i) rec[8 + i] = static_cast<uint8_t>(offset >> (56 - 8 * i));
+  for (int i = 0; i < 8; ++i) rec[16 + i] = static_cast<uint8_t>(length >> (56 - 8 * i));
+  if (opt.chunk_key) {
+    auth::ChunkMac m(*opt.chunk_key);
+    m.begin(file_id, offset, 0);
+    m.update(rec);
+    return m.finish();
+  }
+  return digest_of(opt.checksum, rec);
+}
+
 bool chunk_digest_equal(const SessionOptions& opt, const Digest& a, const Digest& b) {
   return opt.chunk_key ? auth::digest_equal(a, b) : a == b;
 }

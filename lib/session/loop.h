@@ -31,6 +31,13 @@ Status start_hash_pool(const SessionOptions& opt, std::unique_ptr<HashPool>& hp)
 /// opt.chunk_key is set (authenticated sessions), else opt.checksum.
 Digest chunk_digest(const SessionOptions& opt, uint32_t file_id, uint64_t offset,
                     std::span<const std::span<const uint8_t>> pieces);
+/// A hole's place in the file digest (wire::Hole): distinct from any chunk's
+/// digest, and keyed in an authenticated session (the chunk MAC's header
+/// with length 0, which no chunk has, then "hole" and the hole's length), so
+/// a man in the middle cannot turn a chunk into a hole and fix up FILE_END.
+/// The sink writes the zeros itself; the digest proves both ends agree on
+/// where the holes are.
+Digest hole_digest(const SessionOptions& opt, uint32_t file_id, uint64_t offset, uint64_t length);
 /// Compares two chunk digests (in constant time when keyed).
 bool chunk_digest_equal(const SessionOptions& opt, const Digest& a, const Digest& b);
 /// The length a chunk digest of this session has.

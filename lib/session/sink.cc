@@ -16,6 +16,7 @@
 #include "fs/filetime.h"
 #include "fs/metadata.h"
 #include "fs/path.h"
+#include "fs/sparse.h"
 #include "hash/hash_pool.h"
 #include "io/direct.h"
 #include "io/ring.h"
@@ -69,6 +70,7 @@ class Sink {
                           [&](wire::Finish&) { return on_finish(); },
                           [&](wire::FileSkipped& x) { return handle(x); },
                           [&](wire::WalkTotals& x) { return handle(x); },
+                          [&](wire::Hole& x) { return handle(x); },
                           [&](wire::ErrorMsg& e) -> Status { return make_error(e.err, t_.peer() + ": " + e.message); },
                           // What only a sink sends, or only comes before the session:
                           [&](wire::Open& x) { return unexpected(x); },
@@ -341,6 +343,35 @@ class Sink {
     lent_[c.slot] = true;
     ++f.chunks_active;
     queue_.push_back(std::move(c));
+    return {};
+  }
+
+  /// A range the source found no data in: zeros, made here (fs/sparse.h
+  /// HoleFill says how), never pulled.
+  Status handle(wire::Hole& h) {
+    auto it = files_.find(h.file_id);
+    if (it == files_.end()) return proto_error(t_, fmt::format("HOLE for unknown file {}", h.file_id));
+    File& f = it->second;
+    if (f.end_seen) return proto_error(t_, "HOLE after FILE_END");
+    if (!f.ledger.claim(h.offset, h.length))
+      return proto_error(t_, fmt::format("hole [{}, +{}) overlaps another range or lies outside '{}' ({} bytes)",
+                                         h.offset, h.length, f.shown, f.size));
+    if (!f.failed && !f.skip) {
+      const bool device = f.tmp.is_device();
+      const HoleFill how = device ? (opt_.preserve.discard ? HoleFill::discard : HoleFill::zero)
+                                  : (opt_.preserve.sparse ? HoleFill::leave : HoleFill::allocate);
+      Status st;
+      // A hole at the end: the file gets its size here (nothing is written there).
+      if (!device && h.offset + h.length == f.size) st = f.tmp.set_size(f.size);
+      if (st.ok()) st = fill_hole(f.tmp.fd(), h.offset, h.length, how, f.partial_size > h.offset);
+      if (!st.ok()) fail_file(f, fmt::format("{} of '{}': {}", st.error().context, f.shown, st.error().message()));
+      f.touched = f.touched || device;
+      if (!f.failed) f.written += h.length;
+    }
+    f.ledger.add_digest(h.offset, h.length, hole_digest(opt_, f.id, h.offset, h.length));
+    progress_bytes_ += h.length;
+    f.counted += h.length;
+    if (opt_.on_progress) opt_.on_progress(progress_bytes_, stats_.files_ok + stats_.files_failed, f.shown);
     return {};
   }
 

@@ -14,6 +14,7 @@
 #include "hash/hash_pool.h"
 #include "io/direct.h"
 #include "io/ring.h"
+#include "session/hole_scan.h"
 #include "session/ledger.h"
 #include "session/loop.h"
 #include "session/plan.h"
@@ -70,6 +71,7 @@ class Source {
                           [&](wire::FileSkipped& x) { return unexpected(x); },
                           [&](wire::ModuleList& x) { return unexpected(x); },
                           [&](wire::WalkTotals& x) { return unexpected(x); },
+                          [&](wire::Hole& x) { return unexpected(x); },
                       },
                       m);
   }
@@ -128,6 +130,14 @@ class Source {
         RCP_TRY(maybe_end(f));
         continue;
       }
+      if (f.scan) {  // chunks wholly in a hole are neither read nor sent
+        RCP_ASSIGN(ChunkRun run, f.scan->run_at(f.next_chunk));
+        if (run.hole && run.count > 0) {
+          RCP_TRY(send_hole(f, run.count));
+          started = true;
+          continue;
+        }
+      }
       uint32_t slot;
       if (!free_.take_one(slot)) break;
       ChunkSpan c = chunk_at(f.size, opt_.chunk_size, f.next_chunk++);
@@ -160,6 +170,7 @@ class Source {
     DirectFile direct;  // O_DIRECT twin of fd (--direct), for whole granules
     bool stopped = false;  // STOP_FILE: the sink has it; no more reads
     uint64_t counted = 0;  // of its bytes, counted in progress_bytes_ so far
+    std::optional<HoleScan> scan;  // its data extents (regular files and devices with data)
   };
   struct LinkGroup {
     uint32_t leader;
@@ -308,6 +319,10 @@ class Source {
       hard_link(*sf, fb);
     File f{id, std::move(sf->fd), sf->size, sf->shown, chunk_count(sf->size, opt_.chunk_size), 0, 0, false,
            FileLedger(opt_.checksum, sf->size), sf->is_dir, {}};
+    if (!f.is_dir && f.size > 0 && f.fd.valid())
+      f.scan.emplace(f.size, opt_.chunk_size, [fd = f.fd.get(), size = f.size](uint64_t from) -> Result<DataExtent> {
+        return find_data(fd, from, size);
+      });
     if (opt_.direct && !f.is_dir && f.size > 0) {
       auto d = open_direct(f.fd.get(), O_RDONLY, f.shown);
       if (d.ok()) {
@@ -369,6 +384,21 @@ class Source {
     return fb.name.size() <= wire::kMaxPath && fb.link_target.size() <= wire::kMaxPath &&
            wire::kHeaderSize + 64 + fb.name.size() + fb.user.size() + fb.group.size() + fb.link_target.size() <=
                wire::kMaxMessage;
+  }
+
+  /// The next `count` chunks of f are a hole: one HOLE for them, folded
+  /// into the file digest where their chunk digests would be, and done at
+  /// once for the progress line.
+  Status send_hole(File& f, uint64_t count) {
+    const uint64_t first = f.next_chunk, last = std::min(f.nchunks, first + count);
+    const uint64_t offset = first * opt_.chunk_size;
+    const uint64_t length = (last == f.nchunks ? f.size : last * opt_.chunk_size) - offset;
+    f.next_chunk = last;
+    f.ledger.add_digest(offset, length, hole_digest(opt_, f.id, offset, length));
+    progress_bytes_ += length;
+    f.counted += length;
+    report_progress(f.id);
+    return ch_.send(wire::Hole{f.id, offset, length});
   }
 
   Status maybe_end(File& f) {

@@ -157,6 +157,12 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                    w.str(f.message.substr(0, kMaxText));
                  },
                  [&](const StopFile& f) { w.u32(f.file_id); },
+                 [&](const Hole& h) {
+                   if (h.length == 0 || h.offset > UINT64_MAX - h.length) st = proto("HOLE range empty or past 2^64");
+                   w.u32(h.file_id);
+                   w.u64(h.offset);
+                   w.u64(h.length);
+                 },
                  [&](const WalkTotals& t) {
                    if (t.files > kMaxWalkFiles || t.final > 1) st = proto("WALK_TOTALS out of range");
                    w.u64(t.files);
@@ -233,9 +239,10 @@ Status read_body(Reader& r, Open& o) {
     if (r.ok() && (f.size() < 3 || (f[0] != '+' && f[0] != '-') || f[1] != ' ' || f.find('\0') != std::string::npos))
       return proto("OPEN with a malformed filter rule");
   }
+  o.preserve = r.u32();
+  // (after the last field: a message cut short is "truncated", whatever it held)
   for (const std::string& p : o.more)
     if (r.ok() && (p.empty() || p.find('\0') != std::string::npos)) return proto("OPEN with an empty path or a NUL byte");
-  o.preserve = r.u32();
   if (r.ok() && (o.preserve & ~kPreserveKnown) != 0)
     return proto(fmt::format("OPEN asks to preserve unknown metadata {:#x}", o.preserve & ~kPreserveKnown));
   if (r.ok() && o.op != Op::put && o.op != Op::get && o.op != Op::list) return proto("OPEN with unknown operation");
@@ -325,6 +332,16 @@ Status read_body(Reader& r, FileResult& f) {
 
 Status read_body(Reader& r, StopFile& f) {
   f.file_id = r.u32();
+  return {};
+}
+
+Status read_body(Reader& r, Hole& h) {
+  h.file_id = r.u32();
+  h.offset = r.u64();
+  h.length = r.u64();
+  // (Whether it fits the file is the sink's ledger's to say; it knows the size.)
+  if (r.ok() && h.length == 0) return proto("HOLE of 0 bytes");
+  if (r.ok() && h.offset > UINT64_MAX - h.length) return proto("HOLE range wraps past 2^64");
   return {};
 }
 

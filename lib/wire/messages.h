@@ -27,7 +27,9 @@ constexpr uint32_t kMagic = 0x52435030;  // "RCP0"
 /// 6: FILE_BEGIN carries, after the name, the entry's owner, group, symlink
 ///    target, device number and hard-link leader; OPEN carries the metadata
 ///    to preserve (-a/-p/-o/-g/-l/-D/-H) and the contents/mkpath flags.
-constexpr uint16_t kVersion = 6;
+/// 7: HOLE (a range of a file that is all zeros: no chunk is sent for it);
+///    OPEN's preserve carries --discard.
+constexpr uint16_t kVersion = 7;
 /// The version this process speaks: kVersion, unless the test-only fault
 /// switch RCP_TEST_FAULT=protocol-version=N makes it pretend to be another
 /// release (so the suite can prove a mismatch is refused with a clear error).
@@ -67,6 +69,7 @@ enum class MsgType : uint16_t {
   module_list = 12,
   stop_file = 13,
   walk_totals = 14,
+  hole = 15,
 };
 
 /// list: OPEN's path is empty; the daemon answers with MODULE_LIST (no OPEN_OK).
@@ -103,7 +106,7 @@ struct Open {
   /// kPreserveKnown is refused by the decoder.
   uint32_t preserve = 0;
 };
-constexpr uint32_t kPreserveKnown = (1u << 11) - 1;
+constexpr uint32_t kPreserveKnown = (1u << 12) - 1;
 constexpr uint16_t kOpenMulti = 1;
 constexpr uint16_t kOpenFsync = 2;
 constexpr uint16_t kOpenRecursive = 4;  // get: a directory source is sent with everything below it
@@ -278,6 +281,21 @@ struct WalkTotals {
 };
 constexpr uint64_t kMaxWalkFiles = UINT32_MAX;
 
+/// Source → sink: bytes [offset, offset + length) of a regular file begun
+/// and not ended are a hole (SEEK_DATA found no data there), so they read as
+/// zeros and no chunk is sent for them. The sink leaves them unallocated
+/// (-S), allocates them as zeros, or on a device writes or discards them
+/// (--discard). Like a chunk, a hole is claimed in the file's ledger: one
+/// that is empty, leaves the file or overlaps a chunk or another hole is
+/// refused. Its place in the file digest is hole_digest (session/loop.h),
+/// folded in offset order with the chunk digests, so the FILE_END digest
+/// covers the holes too. An honest source sends whole chunks only.
+struct Hole {
+  uint32_t file_id = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
 /// Every control message. The order is the wire: alternative i travels as
 /// MsgType i + 1 (checked below), and decode() picks the alternative by that
 /// index, so there is no switch to forget a case in.
@@ -295,7 +313,7 @@ constexpr uint64_t kMaxWalkFiles = UINT32_MAX;
 ///  7. a sample in tests/unit/wire_test.cc samples(), which round-trips and
 ///     truncates every message.
 using Message = std::variant<Open, OpenOk, FileBegin, ChunkReady, ChunkDone, FileEnd, FileResult,
-                             Finish, Done, ErrorMsg, FileSkipped, ModuleList, StopFile, WalkTotals>;
+                             Finish, Done, ErrorMsg, FileSkipped, ModuleList, StopFile, WalkTotals, Hole>;
 
 /// The wire type and the name (for logs and errors) of each message. No
 /// primary definition: a message without an entry does not compile.
@@ -322,6 +340,7 @@ RCP_WIRE_MSG(FileSkipped, file_skipped, "FILE_SKIPPED");
 RCP_WIRE_MSG(ModuleList, module_list, "MODULE_LIST");
 RCP_WIRE_MSG(StopFile, stop_file, "STOP_FILE");
 RCP_WIRE_MSG(WalkTotals, walk_totals, "WALK_TOTALS");
+RCP_WIRE_MSG(Hole, hole, "HOLE");
 #undef RCP_WIRE_MSG
 
 /// Messages in the protocol: MsgType values 1 .. kMessageTypes.

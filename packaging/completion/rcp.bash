@@ -24,7 +24,7 @@ _rcp_options() {
       -c --checksum --ignore-existing --existing -u --update -W --whole-file --partial --stats --json \
       --exclude --include --exclude-from --include-from --files-from --shard -0 --from0 --delete --delete-after \
       -a --archive -p --perms -t --times -o --owner -g --group -l --links -L --copy-links -D --devices --specials \
-      -H --hard-links --numeric-ids
+      -H --hard-links --numeric-ids -S --sparse --discard
   fi
 }
 

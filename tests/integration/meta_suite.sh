@@ -182,6 +182,25 @@ check "pull -r of 'dir/' brings dir's contents" test $rc = 0 -a -f "$work/pc/fil
 rcp "$addr:data/push/tree/sub/file" "$work/pf/"; rc=$?
 check "pull of one file to a missing 'dir/' makes the directory" test $rc = 0 -a -f "$work/pf/file"
 
+# ---- -aHS: a sparse tree (hole at the start and the end, data at the very end, all hole, a hard
+# link to a sparse file) as rsync -aHS makes it, allocation included (st_blocks within 1 MiB)
+sp=$src/sparse; mkdir -p "$sp"
+truncate -s 64M "$sp/holey"
+head -c 1048576 /dev/urandom | dd of="$sp/holey" bs=1M seek=20 conv=notrunc status=none
+truncate -s $((8 * 1048576 + 5)) "$sp/end"; printf 'tail' | dd of="$sp/end" bs=1 seek=$((8 * 1048576 + 1)) conv=notrunc status=none
+truncate -s 3M "$sp/allhole"; ln "$sp/holey" "$sp/holey-link"
+find "$sp" -exec touch -h -d "2001-02-03 04:05:06.123456789" {} +
+rsync -aHS "$sp" "$work/refS/" || { echo "meta_suite: rsync -aHS failed"; exit 1; }
+rcp -aHS "$sp" "$addr:data/pushS/"; rc=$?
+if [ $rc = 0 ] && same_tree "$work/refS/sparse" "$exp/pushS/sparse"; then ok "push -aHS: the tree is what rsync -aHS makes"; else bad "push -aHS (exit $rc): the tree is what rsync -aHS makes"; fi
+rcp -aHS "$addr:data/pushS/sparse" "$work/pullS/"; rc=$?
+if [ $rc = 0 ] && same_tree "$work/refS/sparse" "$work/pullS/sparse"; then ok "pull -aHS: the tree is what rsync -aHS makes"; else bad "pull -aHS (exit $rc): the tree is what rsync -aHS makes"; fi
+for f in holey end allhole; do
+  r=$(stat -c %b "$work/refS/sparse/$f") a=$(stat -c %b "$exp/pushS/sparse/$f") b=$(stat -c %b "$work/pullS/sparse/$f")
+  check "  ... $f allocated as rsync -S allocates it ($r blocks; push $a, pull $b)" \
+    test $((a - r)) -le 2048 -a $((r - a)) -le 2048 -a $((b - r)) -le 2048 -a $((r - b)) -le 2048
+done
+
 kill -TERM "$dpid"; wait "$dpid" 2>/dev/null; dpid=
 echo "meta_suite[$transport]: $pass passed, $fail failed"
 echo "$pass passed, $fail failed"

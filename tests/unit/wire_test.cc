@@ -50,6 +50,7 @@ bool eq(const FileResult& a, const FileResult& b) {
          a.matched == b.matched && a.message == b.message;
 }
 bool eq(const StopFile& a, const StopFile& b) { return a.file_id == b.file_id; }
+bool eq(const Hole& a, const Hole& b) { return a.file_id == b.file_id && a.offset == b.offset && a.length == b.length; }
 bool eq(const WalkTotals& a, const WalkTotals& b) { return a.files == b.files && a.bytes == b.bytes && a.final == b.final; }
 bool eq(const Finish&, const Finish&) { return true; }
 bool eq(const Done& a, const Done& b) {
@@ -139,6 +140,9 @@ std::vector<Message> samples() {
   v.push_back(WalkTotals{});
   v.push_back(WalkTotals{12, 0x0123456789ABCDEFull, 1});
   v.push_back(WalkTotals{kMaxWalkFiles, std::numeric_limits<uint64_t>::max(), 0});
+  v.push_back(Hole{1, 0, 1});
+  v.push_back(Hole{0xFFFFFFFF, 3u << 20, 1021u << 20});
+  v.push_back(Hole{2, 0, std::numeric_limits<uint64_t>::max()});
   return v;
 }
 
@@ -318,21 +322,21 @@ TEST_CASE("a decoded message differs when a field differs (the comparison can fa
 }
 
 TEST_CASE("exact encoding of DONE and OPEN") {
-  CHECK(enc(Done{1, 2, 3}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x06, 0x00, 0x09, 0x00, 0x00, 0x00, 0x0c,
+  CHECK(enc(Done{1, 2, 3}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x07, 0x00, 0x09, 0x00, 0x00, 0x00, 0x0c,
                                     0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3});
   const Bytes open = enc(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a", {"b"}, {"- c"}, 0x0102});
-  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x06, 0x00, 0x01, 0x00, 0x00, 0x00, 0x19,
+  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x07, 0x00, 0x01, 0x00, 0x00, 0x00, 0x19,
                       0x02, 0x02, 0x00, 0x01, 0x00, 0x03, 'm', '/', 'a',
                       0x00, 0x01, 0x00, 0x01, 'b', 0x00, 0x01, 0x00, 0x03, '-', ' ', 'c', 0, 0, 0x01, 0x02});
   CHECK(open_size(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a", {"b"}, {"- c"}, 0x0102}) == open.size());
   // Magic first, big-endian "RCP0".
   CHECK(((uint32_t{open[0]} << 24) | (uint32_t{open[1]} << 16) | (uint32_t{open[2]} << 8) | open[3]) == kMagic);
-  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x06, 0x00, 0x08, 0, 0, 0, 0});
+  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x07, 0x00, 0x08, 0, 0, 0, 0});
 }
 
 TEST_CASE("exact encoding of FILE_BEGIN: mtime_ns right after mode, metadata after the name") {
   const Bytes b = enc(FileBegin{1, 2, S_IFLNK | 0777, -2, "n", 3, 4, "u", "g", "t", 0});
-  CHECK(b == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x06, 0x00, 0x03, 0x00, 0x00, 0x00, 0x38,
+  CHECK(b == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x07, 0x00, 0x03, 0x00, 0x00, 0x00, 0x38,
                    0, 0, 0, 1,                                      // file_id
                    0, 0, 0, 0, 0, 0, 0, 2,                          // size
                    0, 0, 0xa1, 0xff,                                // mode
@@ -671,6 +675,28 @@ TEST_CASE("WALK_TOTALS: final is 0 or 1, files fit a file id, any byte count") {
   Bytes out;
   CHECK_FALSE(encode(WalkTotals{kMaxWalkFiles + 1, 0, 1}, out).ok());
   CHECK_FALSE(encode(WalkTotals{1, 0, 2}, out).ok());
+  CHECK(out.empty());
+}
+
+TEST_CASE("HOLE: never empty, never past 2^64 (whether it fits the file is the sink's check)") {
+  const auto payload = [](uint32_t id, uint64_t offset, uint64_t length) {
+    Bytes p;
+    Writer w(p);
+    w.u32(id);
+    w.u64(offset);
+    w.u64(length);
+    return p;
+  };
+  const uint16_t t = static_cast<uint16_t>(MsgType::hole);
+  auto ok = decode(frame(t, payload(3, UINT64_MAX - 10, 10)));
+  REQUIRE(ok.ok());
+  CHECK(std::get<Hole>(ok.value()).offset == UINT64_MAX - 10);
+  expect_proto_error(frame(t, payload(3, 0, 0)), "HOLE of 0 bytes");
+  expect_proto_error(frame(t, payload(3, UINT64_MAX - 10, 11)), "wraps past 2^64");
+  expect_proto_error(frame(t, payload(3, 1, UINT64_MAX)), "wraps past 2^64");
+  Bytes out;
+  CHECK_FALSE(encode(Hole{1, 5, 0}, out).ok());
+  CHECK_FALSE(encode(Hole{1, 5, UINT64_MAX}, out).ok());
   CHECK(out.empty());
 }
 

@@ -75,6 +75,20 @@ for b in "$@"; do
     total_pass=$((total_pass + ${line%% passed*}))
     f=${line#*passed, }; total_fail=$((total_fail + ${f%% failed*}))
   fi
+  # Sparse files (issue 13, -S): holes never cross the wire, -S keeps them, a loop device gets
+  # zeros or --discard, over verbs
+  echo "rdma_tier: === sparse suite over rdma with $b ==="
+  out=$(mktemp)
+  bash "$here/../integration/sparse_suite.sh" --bin "$b/rcp" --transport rdma --addr "$addr" \
+      --work "/tmp/rcp-rdma-sparse-$(basename "$b")" 2>&1 | tee "$out"
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n1)
+  rm -f "$out"; drop_work "/tmp/rcp-rdma-sparse-$(basename "$b")"
+  if [ -z "$line" ]; then
+    echo "rdma_tier: sparse suite with $b did not finish"; total_fail=$((total_fail + 1))
+  else
+    total_pass=$((total_pass + ${line%% passed*}))
+    f=${line#*passed, }; total_fail=$((total_fail + ${f%% failed*}))
+  fi
   # --transport auto picks RDMA when both ends can
   echo "rdma_tier: === auto picks rdma ($b) ==="
   w=/tmp/rcp-auto-$$; mkdir -p "$w/exp"; head -c 300000 /dev/urandom > "$w/f"

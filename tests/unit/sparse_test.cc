@@ -1,0 +1,110 @@
+// fs/sparse.h on a real file: find_data reports the extents a sparse file has, and every
+// fill_hole mode leaves the range reading as zeros (allocated or not, as asked).
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "fs/sparse.h"
+
+using namespace rcp;
+
+namespace {
+
+constexpr uint64_t M = 1u << 20;
+
+struct SparseFile {
+  std::string path;
+  int fd = -1;
+  explicit SparseFile(uint64_t size) {
+    char t[] = "/tmp/rcp-sparse-test.XXXXXX";
+    fd = ::mkstemp(t);
+    REQUIRE(fd >= 0);
+    path = t;
+    REQUIRE(::ftruncate(fd, static_cast<off_t>(size)) == 0);
+  }
+  ~SparseFile() {
+    ::close(fd);
+    ::unlink(path.c_str());
+  }
+  void data(uint64_t off, uint64_t len, uint8_t byte = 0x5a) {
+    std::vector<uint8_t> b(len, byte);
+    REQUIRE(::pwrite(fd, b.data(), len, static_cast<off_t>(off)) == static_cast<ssize_t>(len));
+  }
+  uint64_t allocated() const {
+    struct stat st {};
+    REQUIRE(::fstat(fd, &st) == 0);
+    return static_cast<uint64_t>(st.st_blocks) * 512;
+  }
+  bool zeros(uint64_t off, uint64_t len) const {
+    std::vector<uint8_t> b(len, 1);
+    REQUIRE(::pread(fd, b.data(), len, static_cast<off_t>(off)) == static_cast<ssize_t>(len));
+    for (uint8_t x : b)
+      if (x != 0) return false;
+    return true;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("find_data: the extents of a sparse file, none past its data, clipped to the size") {
+  SparseFile f(8 * M);
+  f.data(2 * M, M);
+  auto e = find_data(f.fd, 0, 8 * M);
+  REQUIRE(e.ok());
+  // (a file system may round extents to its blocks; tmpfs and ext4 keep 1 MiB here)
+  CHECK(e->begin == 2 * M);
+  CHECK(e->end == 3 * M);
+  auto none = find_data(f.fd, 3 * M, 8 * M);
+  REQUIRE(none.ok());
+  CHECK(none->begin == 8 * M);
+  auto past = find_data(f.fd, 9 * M, 8 * M);
+  REQUIRE(past.ok());
+  CHECK(past->begin == 8 * M);
+  auto clipped = find_data(f.fd, 0, 2 * M + 10);  // a size smaller than the file's: clipped
+  REQUIRE(clipped.ok());
+  CHECK(clipped->end == 2 * M + 10);
+}
+
+TEST_CASE("fill_hole: every mode reads back zeros; leave and punch deallocate, allocate allocates") {
+  SUBCASE("leave on a fresh range: nothing written") {
+    SparseFile f(4 * M);
+    REQUIRE(fill_hole(f.fd, 0, 4 * M, HoleFill::leave, false).ok());
+    CHECK(f.allocated() == 0);
+    CHECK(f.zeros(0, 4 * M));
+  }
+  SUBCASE("leave over old data (a --partial file): punched") {
+    SparseFile f(4 * M);
+    f.data(0, 4 * M);
+    REQUIRE(fill_hole(f.fd, M, 2 * M, HoleFill::leave, true).ok());
+    CHECK(f.zeros(M, 2 * M));
+    CHECK_FALSE(f.zeros(0, M));
+    CHECK(f.allocated() <= 2 * M + 64 * 1024);
+  }
+  SUBCASE("allocate: the blocks exist and read as zeros, old data gone") {
+    SparseFile f(4 * M);
+    f.data(0, M);
+    REQUIRE(fill_hole(f.fd, 0, 4 * M, HoleFill::allocate, true).ok());
+    CHECK(f.zeros(0, 4 * M));
+    CHECK(f.allocated() >= 4 * M);
+  }
+  SUBCASE("zero (the device mode) on a regular file: zeros") {
+    SparseFile f(4 * M);
+    f.data(0, 4 * M);
+    REQUIRE(fill_hole(f.fd, M, M + 7, HoleFill::zero, true).ok());
+    CHECK(f.zeros(M, M + 7));
+    CHECK_FALSE(f.zeros(2 * M + 7, 1));
+  }
+  SUBCASE("discard on a regular file: punched, zeros") {
+    SparseFile f(4 * M);
+    f.data(0, 4 * M);
+    REQUIRE(fill_hole(f.fd, 0, 4 * M, HoleFill::discard, true).ok());
+    CHECK(f.zeros(0, 4 * M));
+    CHECK(f.allocated() == 0);
+  }
+}
