@@ -212,7 +212,7 @@ TEST_CASE("a device destination takes one file that fits, only what was asked fo
   {
     Destination d = make();
     DestinationTree tree(d);
-    CHECK(tree.place("sub", true, 0755, "peer", IncomingFile{0}).error.find("directory") != std::string::npos);
+    CHECK(tree.place("sub", S_IFDIR, 0755, "peer", IncomingFile{0}).error.find("directory") != std::string::npos);
   }
   {
     Destination d = make();
@@ -250,7 +250,7 @@ TEST_CASE("trailing slash on a source: 'dir' sends the directory, 'dir/' its con
 TEST_CASE("a missing destination: made (with its parents) when it must be a directory, never a file named 'x/'") {
   Scratch s;
   SUBCASE("local: make_dir creates every missing component") {
-    auto d = resolve_destination_local(s.at("new/deeper/dir"), true, true);
+    auto d = resolve_destination_local(s.at("new/deeper/dir"), true, {}, true);
     REQUIRE_MESSAGE(d.ok(), d.error().message());
     CHECK(d->is_dir);
     CHECK(std::filesystem::is_directory(s.at("new/deeper/dir")));
@@ -263,7 +263,7 @@ TEST_CASE("a missing destination: made (with its parents) when it must be a dire
     auto refused = resolve_destination_local(s.at("x/"), false);
     CHECK_FALSE(refused.ok());
     CHECK_FALSE(std::filesystem::exists(s.at("x")));
-    auto made = resolve_destination_local(s.at("x/"), false, true);
+    auto made = resolve_destination_local(s.at("x/"), false, {}, true);
     REQUIRE(made.ok());
     CHECK(made->is_dir);
     CHECK(std::filesystem::is_directory(s.at("x")));
@@ -276,7 +276,7 @@ TEST_CASE("a missing destination: made (with its parents) when it must be a dire
   }
   SUBCASE("local: make_dir onto an existing file is refused") {
     s.file("afile");
-    CHECK_FALSE(resolve_destination_local(s.at("afile"), true, true).ok());
+    CHECK_FALSE(resolve_destination_local(s.at("afile"), true, {}, true).ok());
   }
   SUBCASE("beneath an export: made with its parents, never through a symlink") {
     Fd root(::open(s.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
