@@ -138,5 +138,24 @@ rcp -r --delete-after -i "$src/t/" "$addr:data/u/" > "$work/dareal.out"; rc=$?
 check "  ... the real run removes exactly those" \
   bash -c "[ $rc = 0 ] && diff <(grep deleting '$work/da.out') <(grep deleting '$work/dareal.out') && [ ! -e '$exp/u/late' ]"
 
+# --- --bwlimit: the bytes still all cross, and the copy cannot be faster than the limit
+# allows. Only a lower bound on the time is checked (a loaded host only makes it slower):
+# 3 MiB at 1 MiB/s in 256 KiB chunks, the bucket holding one chunk and letting one more go
+# on credit, takes at least (3 MiB - 2 x 256 KiB) / 1 MiB/s = 2.5 s; checked against 2.0.
+head -c $((3 << 20)) /dev/urandom > "$src/paced"
+rcp --bwlimit 1M --chunk-size 256 --json "$src/paced" "$addr:data/paced" > "$work/bw.json"; rc=$?
+el=$(grep -o '"elapsed_s": *[0-9.]*' "$work/bw.json" | grep -o '[0-9.]*$')
+check "push --bwlimit 1M of 3 MiB: exit 0, all bytes sent, byte-identical (exit $rc)" \
+  bash -c "[ $rc = 0 ] && [ '$(json_num bytes_transferred "$work/bw.json")' = $((3 << 20)) ] && cmp -s '$src/paced' '$exp/paced'"
+check "  ... took at least 2.0 s (elapsed_s $el)" awk -v e="${el:-0}" 'BEGIN { exit !(e >= 2.0) }'
+rm -f "$out/paced"
+rcp --bwlimit 1024 --chunk-size 256 --json "$addr:data/paced" "$out/paced" > "$work/bwp.json"; rc=$?
+el=$(grep -o '"elapsed_s": *[0-9.]*' "$work/bwp.json" | grep -o '[0-9.]*$')
+check "pull --bwlimit 1024 (KiB/s) of 3 MiB: exit 0, byte-identical, at least 2.0 s (elapsed_s $el)" \
+  bash -c "[ $rc = 0 ] && cmp -s '$src/paced' '$out/paced' && awk -v e='${el:-0}' 'BEGIN { exit !(e >= 2.0) }'"
+rcp --bwlimit 10q "$src/paced" "$addr:data/paced2" > /dev/null; rc=$?
+check "--bwlimit 10q is refused as usage (exit $rc), nothing sent" \
+  bash -c "[ $rc = 1 ] && grep -q 'not a rate' '$work/err' && [ ! -e '$exp/paced2' ]"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
