@@ -206,6 +206,10 @@ Status make_and_rename(int dir_fd, const std::string& leaf, const std::string& s
       ::unlinkat(dir_fd, tmp.c_str(), 0);
       return e;
     }
+    // rename(2) of one hard link onto another of the same inode does nothing
+    // and succeeds: a hard link made again over itself (-H, a second run)
+    // would leave its temp name behind. Gone after a real rename (ENOENT).
+    ::unlinkat(dir_fd, tmp.c_str(), 0);
     return {};
   }
   return make_error(EEXIST, std::string(what) + " '" + shown + "': no free temporary name");
