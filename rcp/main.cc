@@ -31,6 +31,8 @@
 #include "cli/report.h"
 #include "cli/shard.h"
 #include "fs/filter.h"
+#include "fs/itemize.h"
+#include "util/token_bucket.h"
 #include "fs/path.h"
 #include "fs/path_list.h"
 #include "hash/digest.h"
@@ -81,6 +83,9 @@ struct Options {
   std::string shard_text;                ///< --shard I/N as given
   std::optional<cli::ShardSpec> shard;  ///< parsed (cli/shard.h)
   bool del = false, del_after = false;
+  std::string bwlimit;   // --bwlimit RATE (util/token_bucket.h parse_rate)
+  uint64_t bwlimit_bytes = 0;
+  bool itemize = false;  // -i: rsync's YXcstpoguax line per changed entry (fs/itemize.h)
 };
 
 /// What --json / --stats print at the end; fail() adds its error line.
@@ -295,6 +300,7 @@ Settings settings(const Options& o, Checksum algo) {
   s.hash_threads = o.hash_threads;
   s.streams = o.streams;
   s.rules = o.rules;
+  s.bwlimit = o.bwlimit_bytes;
   s.cancel = &g_cancel;
   return s;
 }
@@ -331,6 +337,8 @@ struct Run {
   /// The totals hook (WALK_TOTALS): unset when the totals are known before
   /// the copy (a push of named files) or there is no progress line.
   std::function<void(uint64_t, uint64_t, bool)> on_totals;
+  /// -i / -n: one line per entry changed (or that would be), deletions included.
+  std::function<void(std::string_view, unsigned, uint16_t, bool)> on_item;
   std::string secret;        ///< --password-file, the host's password_file or $RCP_PASSWORD; "" = none
   std::string default_user;  ///< when the address names none: the config's, else the login name
 
@@ -544,6 +552,24 @@ int run(const Options& o, const CLI::App& app) {
     };
   }
 
+  // -i: rsync's itemized lines; -n alone: the names, as rsync -nv lists
+  // them. On stdout, as rsync's, unless --json owns stdout (then stderr).
+  if (o.itemize || o.rules.dry_run) {
+    FILE* out = o.json ? stderr : stdout;
+    r.on_item = [&progress, &o, out, push](std::string_view name, unsigned type, uint16_t changes, bool deleted) {
+      const std::string n(name);
+      std::string line;
+      if (o.itemize)
+        line = deleted ? itemize_deleted(n, type == S_IFDIR) : itemize_line(changes, type, n, push);
+      else if (!o.quiet)
+        line = deleted ? "deleting " + n + (type == S_IFDIR ? "/" : "") : n + (type == S_IFDIR ? "/" : "");
+      if (line.empty()) return;
+      progress.clear();
+      std::fprintf(out, "%s\n", line.c_str());
+      std::fflush(out);
+    };
+  }
+
   // Everything local is checked before anything connects.
   auto filter = filters(app, eff);
   if (!filter.ok()) return fail(filter.error(), cli::Phase::local, "", ec::kUsage);
@@ -576,7 +602,8 @@ int run(const Options& o, const CLI::App& app) {
     for (size_t i = 0; i + 1 < addrs.size(); ++i) multi = multi || has_glob(addrs[i].path);
     // -r, several sources or "DEST/": a directory, made with its parents when missing.
     const bool to_dir = multi || (o.args.back().size() > 1 && o.args.back().back() == '/');
-    auto dd = resolve_destination_local(o.args.back(), multi, LocalDeviceOptions{o.write_devices, o.force}, to_dir);
+    auto dd = resolve_destination_local(o.args.back(), multi, LocalDeviceOptions{o.write_devices, o.force}, to_dir,
+                                        o.rules.dry_run);
     if (!dd.ok()) return fail(dd.error(), cli::Phase::local);
     dest.emplace(std::move(dd.value()));
     if (dest->device) {
@@ -617,6 +644,8 @@ int run(const Options& o, const CLI::App& app) {
     SessionOptions so = session_options(r.set, Role::source, t.value()->negotiated());
     so.on_progress = r.on_progress;
     so.on_totals = r.on_totals;
+    so.on_item = r.on_item;
+    so.deleting = eff.del;
     auto key = r.authenticate(ch, dst);
     if (!key.ok()) return fail(key.error(), cli::Phase::session, cli::to_string(dst));
     so.chunk_key = key.value();
@@ -641,6 +670,7 @@ int run(const Options& o, const CLI::App& app) {
       SessionOptions so = session_options(r.set, Role::sink, t.value()->negotiated());
       so.on_progress = r.on_progress;
       so.on_totals = r.on_totals;
+      so.on_item = r.on_item;
       last_session = !batches.value().may_have_more();
       // Only what was asked for may arrive: each requested path's own name
       // (with --files-from the listed paths), and with -r the names below.
@@ -821,6 +851,13 @@ int main(int argc, char** argv) {
                  "copy only part I of N (counted from 0) of the --files-from list: N runs with I = 0..N-1 "
                  "copy each listed path once (a push splits by size, a pull by name; see rcp(1) SHARDED JOBS)")
       ->type_name("I/N");
+  app.add_option("--bwlimit", o.bwlimit,
+                 "limit file data to RATE per second: KiB, or with K, M, G (1024s), KB, MB, GB (1000s); 0: none")
+      ->type_name("RATE");
+  app.add_flag("-n,--dry-run", o.rules.dry_run,
+               "change nothing anywhere and move no data: list what a real run would change (with -i, itemized)");
+  app.add_flag("-i,--itemize-changes", o.itemize,
+               "print one line per changed entry: rsync's YXcstpoguax format (see rcp(1))");
   app.add_flag("--delete", o.del, "with -r: remove entries the source does not have from the directories copied");
   app.add_flag("--delete-after", o.del_after, "as --delete, but only once every file has arrived");
   app.add_option("--password-file", o.password_file,
@@ -855,6 +892,14 @@ int main(int argc, char** argv) {
     }
     o.shard = sh.value();
     g_report.shard = o.shard_text;
+  }
+  if (!o.bwlimit.empty()) {
+    auto rate = parse_rate(o.bwlimit);
+    if (!rate.ok()) {
+      std::fprintf(stderr, "rcp: %s\n", rate.error().context.c_str());
+      return ec::kUsage;
+    }
+    o.bwlimit_bytes = rate.value();
   }
   if (o.ipv4 && o.ipv6) {
     std::fprintf(stderr, "rcp: -4 and -6 exclude each other\n");

@@ -321,6 +321,7 @@ void serve(Daemon& d, Transport& t) {
     const uint32_t idle = ex->config.idle_timeout;  // 0: never
     so.idle_timeout_ms = idle ? static_cast<int>(idle * 1000) : std::numeric_limits<int>::max();
     so.max_files_open = ex->config.max_files_per_session;
+    so.deleting = open->flags & wire::kOpenDelete;
     return so;
   };
   const auto t0 = std::chrono::steady_clock::now();
@@ -332,7 +333,7 @@ void serve(Daemon& d, Transport& t) {
     auto dest = mc.is_device()
                     ? daemon::device_destination(mc, *open, open->checksum != Checksum::none || chunk_key.has_value())
                     : resolve_destination_beneath(root, rel.value(), open->flags & wire::kOpenMulti, shown,
-                                                  open->flags & wire::kOpenMakeDir);
+                                                  open->flags & wire::kOpenMakeDir, open->flags & wire::kOpenDryRun);
     if (!dest.ok()) return refuse(dest.error());
     // --delete: this side prunes (a read-only module never gets here: admit()
     // refuses its puts). The client's filter rules protect what they exclude.
@@ -364,8 +365,8 @@ void serve(Daemon& d, Transport& t) {
     return;
   }
   for (auto& e : st->errors) log_error("{}: {}", t.peer(), e);
-  log_info("{} {} {} over {}{}{}: {} file(s) ok, {} failed, {} bytes in {:.3f} s{}", t.peer(),
-           open->op == wire::Op::put ? "put" : "get", shown, t.name(), adm->keys ? " (authenticated)" : "",
+  log_info("{} {} {}{} over {}{}{}: {} file(s) ok, {} failed, {} bytes in {:.3f} s{}", t.peer(),
+           open->op == wire::Op::put ? "put" : "get", shown, open->flags & wire::kOpenDryRun ? " (dry run)" : "", t.name(), adm->keys ? " (authenticated)" : "",
            t.encrypted() ? " (encrypted)" : "", st->files_ok, st->files_failed, st->bytes, secs,
            st->files_deleted ? fmt::format(", {} deleted", st->files_deleted) : std::string());
 }

@@ -81,7 +81,7 @@ Result<std::optional<PullBatch>> PullBatches::next() {
 }
 
 Result<PullBatches> pull_batches(const std::vector<Address>& addrs, const std::string& files_from, bool from0,
-                                 bool recursive, uint16_t flags, std::vector<std::string> rules,
+                                 bool recursive, uint32_t flags, std::vector<std::string> rules,
                                  std::optional<ShardSpec> shard) {
   std::vector<const Address*> srcs;
   for (size_t i = 0; i + 1 < addrs.size(); ++i) srcs.push_back(&addrs[i]);

@@ -33,7 +33,7 @@ struct PullBatch {
 /// as the batches go (never the whole list at once).
 class PullBatches {
  public:
-  PullBatches(std::vector<const Address*> srcs, uint16_t flags, std::vector<std::string> rules,
+  PullBatches(std::vector<const Address*> srcs, uint32_t flags, std::vector<std::string> rules,
               std::optional<PathList> list, bool recursive, std::optional<ShardSpec> shard = std::nullopt)
       : srcs_(std::move(srcs)), flags_(flags), rules_(std::move(rules)), list_(std::move(list)), recursive_(recursive),
         shard_(shard) {}
@@ -46,7 +46,7 @@ class PullBatches {
 
  private:
   std::vector<const Address*> srcs_;
-  uint16_t flags_;
+  uint32_t flags_;
   std::vector<std::string> rules_;
   std::optional<PathList> list_;
   bool recursive_;
@@ -61,7 +61,7 @@ class PullBatches {
 /// Refuses filter rules that do not fit one OPEN. With shard, only the
 /// listed paths whose shard_by_name() is shard->index are asked for.
 Result<PullBatches> pull_batches(const std::vector<Address>& addrs, const std::string& files_from, bool from0,
-                                 bool recursive, uint16_t flags, std::vector<std::string> rules,
+                                 bool recursive, uint32_t flags, std::vector<std::string> rules,
                                  std::optional<ShardSpec> shard = std::nullopt);
 
 }  // namespace rcp::cli

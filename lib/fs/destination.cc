@@ -46,11 +46,23 @@ Result<Destination> finish_destination(Result<Fd> as_dir, Result<Fd> parent, std
 
 }  // namespace
 
+namespace {
+/// A dry run's destination directory that a real run would create: no fd,
+/// so every lookup below it finds nothing (everything is new).
+Destination missing_dir(std::string shown) {
+  Destination d;
+  d.is_dir = true;
+  d.shown = std::move(shown);
+  return d;
+}
+}  // namespace
+
 Result<Destination> resolve_destination_beneath(int root_fd, std::string_view rel, bool multi,
-                                                std::string shown, bool make_dir) {
+                                                std::string shown, bool make_dir, bool dry_run) {
   if (make_dir) {
     multi = true;
     auto probe = open_beneath(root_fd, rel, O_PATH);
+    if (!probe.ok() && probe.error().code == ENOENT && dry_run) return missing_dir(std::move(shown));
     if (!probe.ok() && probe.error().code == ENOENT) {
       auto made = make_dirs_beneath(root_fd, rel);
       if (!made.ok()) return make_error(made.error().code, "cannot create destination '" + shown + "': " + made.error().context);
@@ -83,12 +95,13 @@ Status make_local_dirs(const std::string& path) {
 }  // namespace
 
 Result<Destination> resolve_destination_local(const std::string& path, bool multi, LocalDeviceOptions dev,
-                                              bool make_dir) {
+                                              bool make_dir, bool dry_run) {
   // A trailing '/' names a directory, whatever else is said.
   if (path.size() > 1 && path.back() == '/') multi = true;
   struct stat st;
   if (make_dir) {
     multi = true;
+    if (dry_run && ::stat(path.c_str(), &st) != 0 && errno == ENOENT) return missing_dir(path);
     if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) RCP_TRY(make_local_dirs(path));
   }
   if (::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
@@ -158,6 +171,7 @@ bool expected(const ExpectedNames& x, const std::string& name, bool is_dir) {
 PlacedEntry DestinationTree::place(const std::string& name, unsigned type, unsigned mode, const std::string& peer,
                                    const IncomingFile& in, bool no_data) {
   const bool is_dir = type == S_IFDIR, is_file = type == 0 || type == S_IFREG;
+  const bool dry = in.rules && in.rules->dry_run;
   const uint64_t size = in.size;
   PlacedEntry e;
   std::string target;
@@ -172,7 +186,14 @@ PlacedEntry DestinationTree::place(const std::string& name, unsigned type, unsig
     ++seen_;
     return e;
   }
-  if (dest_.device) return place_on_device(is_dir, size);
+  if (dest_.device) {
+    PlacedEntry d = place_on_device(is_dir, size);
+    if (dry && d.error.empty()) {  // (nothing is written to it: the dup'ed fd is closed unused)
+      d.tmp = TempFile();
+      d.dry_write = true;
+    }
+    return d;
+  }
   if (dest_.is_dir) {
     e.shown = dest_.shown + (dest_.shown.empty() || dest_.shown.back() == '/' ? "" : "/") + name;
     // A name may carry directories (recursive copies), but only plain
@@ -182,10 +203,15 @@ PlacedEntry DestinationTree::place(const std::string& name, unsigned type, unsig
       e.error = fmt::format("refused unsafe file name '{}' from {}", name, peer);
     } else if (is_dir) {
       e.rel = name;
+      const std::string parent = dir_name(name);
+      e.old = look(parent.empty() ? dest_.dir.get() : existing_subdir(parent)->get(), base_name(name));
     } else {
       target = base_name(name);
       const std::string parent = dir_name(name);
-      if (!parent.empty()) {
+      if (!parent.empty() && dry) {
+        e.parent = existing_subdir(parent);
+        dir_fd = e.parent->get();
+      } else if (!parent.empty()) {
         auto pd = subdir(parent, 0755);
         if (pd.ok()) {
           e.parent = std::move(pd.value());
@@ -210,6 +236,7 @@ PlacedEntry DestinationTree::place(const std::string& name, unsigned type, unsig
   }
   e.dir_fd = dir_fd;
   e.leaf = target;
+  e.old = look(dir_fd, target);
   // A FIFO, socket or device at the destination is never replaced by a
   // file, a hard link or a symlink (only -D's own kind of entry replaces it).
   if (is_file || type == S_IFLNK) {
@@ -228,6 +255,10 @@ PlacedEntry DestinationTree::place(const std::string& name, unsigned type, unsig
     old = {true, S_ISREG(st.st_mode), static_cast<uint64_t>(st.st_size), mtime_ns_of(st)};
   if (in.rules && decide_update(*in.rules, old, in.size, in.mtime_ns) == UpdateAction::skip) {
     e.skip = true;
+    return e;
+  }
+  if (dry) {  // would be written: nothing opened, nothing created
+    e.dry_write = true;
     return e;
   }
   if (in.rules && use_basis(*in.rules, old)) {
@@ -297,6 +328,43 @@ Result<std::shared_ptr<Fd>> DestinationTree::parent_of(const std::string& name) 
   const std::string parent = dir_name(name);
   if (parent.empty()) return std::make_shared<Fd>(::dup(dest_.dir.get()));
   return subdir(parent, 0755);
+}
+
+std::shared_ptr<Fd> DestinationTree::existing_subdir(const std::string& rel) {
+  if (auto it = dirs_.find(rel); it != dirs_.end()) return it->second;
+  // One component at a time, none a symlink: what make_dirs_beneath would
+  // open (or fail on) in a real run.
+  auto clean = clean_relative(rel);
+  Fd cur;
+  if (clean.ok() && dest_.dir.valid()) {
+    auto root = open_beneath(dest_.dir.get(), "", O_RDONLY | O_DIRECTORY);
+    if (root.ok()) cur = std::move(root.value());
+    size_t i = 0;
+    while (cur.valid() && i < clean->size()) {
+      size_t j = clean->find('/', i);
+      if (j == std::string::npos) j = clean->size();
+      auto next = open_beneath(cur.get(), clean->substr(i, j - i), O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+      cur = next.ok() ? std::move(next.value()) : Fd();
+      i = j + 1;
+    }
+  }
+  auto p = std::make_shared<Fd>(std::move(cur));
+  if (!p->valid()) return p;  // (not cached: a real run's subdir() makes it later)
+  if (dirs_.size() >= kDirCache) dirs_.clear();
+  dirs_.emplace(rel, p);
+  return p;
+}
+
+OldEntry DestinationTree::look(int dir_fd, const std::string& leaf) {
+  struct stat st;
+  if (dir_fd < 0 || ::fstatat(dir_fd, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return {};
+  OldEntry o = old_entry_of(st);
+  if (S_ISLNK(st.st_mode)) {
+    char buf[4096];
+    const ssize_t n = ::readlinkat(dir_fd, leaf.c_str(), buf, sizeof buf);
+    if (n > 0) o.link_target.assign(buf, static_cast<size_t>(n));
+  }
+  return o;
 }
 
 Result<std::shared_ptr<Fd>> DestinationTree::subdir(const std::string& rel, unsigned mode) {

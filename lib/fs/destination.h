@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fs/blockdev.h"
+#include "fs/itemize.h"
 #include "fs/prune.h"
 #include "fs/metadata.h"
 #include "fs/tempfile.h"
@@ -74,16 +75,19 @@ struct LocalDeviceOptions {
 /// `multi`: several sources, so the destination must be a directory.
 /// `make_dir` (rsync's --mkpath, rcp's default for -r, several sources or a
 /// trailing '/'): the destination is a directory, created with its missing
-/// parents (beneath the export, never through a symlink) when it does not exist.
+/// parents (beneath the export, never through a symlink) when it does not exist
+/// (`dry_run`: not created, see resolve_destination_local).
 Result<Destination> resolve_destination_beneath(int root_fd, std::string_view rel, bool multi,
-                                                std::string shown, bool make_dir = false);
+                                                std::string shown, bool make_dir = false, bool dry_run = false);
 /// The same for a local destination of the client (no confinement: the user
 /// names their own files). A path that is (or links to) a block device is
 /// refused unless dev.write_devices, then opened as Destination::device; a
 /// character device, FIFO or socket is always refused. A path ending in '/'
 /// is a directory: with make_dir it is created, never taken as a file name.
+/// `dry_run` (-n): a missing directory destination is not created: the
+/// Destination has no fd (is_dir, every entry new).
 Result<Destination> resolve_destination_local(const std::string& path, bool multi, LocalDeviceOptions dev = {},
-                                              bool make_dir = false);
+                                              bool make_dir = false, bool dry_run = false);
 
 /// One entry the source announced, placed in the destination.
 struct PlacedEntry {
@@ -98,6 +102,12 @@ struct PlacedEntry {
   bool skip = false;           ///< a file the destination already has (UpdateRules): no temp file
   Fd basis;                    ///< a file being replaced, opened for reading: chunks to reuse
   uint64_t basis_size = 0;
+  /// What stood at the destination before (for -i, fs/itemize.h): looked up
+  /// beneath the destination, never through a symlink.
+  OldEntry old;
+  /// A dry run (UpdateRules::dry_run) of a file the rules would write:
+  /// nothing was opened or created for it.
+  bool dry_write = false;
 };
 
 /// What the source says of a file, for the update decision (fs/update_rule.h).
@@ -152,6 +162,11 @@ class DestinationTree {
   /// directory otherwise costs 2 openat2 + mkdirat + 2 close per file (about
   /// a third of the sink's syscalls per small file, strace -c).
   Result<std::shared_ptr<Fd>> subdir(const std::string& rel, unsigned mode);
+  /// A dry run's subdir(): the directory if it exists, an invalid Fd (every
+  /// lookup in it finds nothing) if it would be created. Nothing is made.
+  std::shared_ptr<Fd> existing_subdir(const std::string& rel);
+  /// What stands at `leaf` in dir_fd now (nothing when dir_fd < 0).
+  static OldEntry look(int dir_fd, const std::string& leaf);
   /// place() for a device destination: the one file, if it fits.
   PlacedEntry place_on_device(bool is_dir, uint64_t size);
 

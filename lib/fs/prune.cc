@@ -151,8 +151,8 @@ void Pruner::remove_entry(int dir_fd, const std::string& dir_rel, const std::str
     return;
   }
   if (!S_ISDIR(st.st_mode)) {
-    if (::unlinkat(dir_fd, name.c_str(), 0) == 0)
-      ++deleted_;
+    if (opt_.dry_run || ::unlinkat(dir_fd, name.c_str(), 0) == 0)
+      removed(rel, false);
     else
       error(fmt::format("delete '{}': {}", rel, std::strerror(errno)));
     return;
@@ -179,16 +179,16 @@ Status Pruner::remove_tree(int parent_fd, const std::string& name, const std::st
         error("delete " + s.error().message());
         kept = true;
       }
-    } else if (::unlinkat(d.get(), n.c_str(), 0) == 0) {
-      ++deleted_;
+    } else if (opt_.dry_run || ::unlinkat(d.get(), n.c_str(), 0) == 0) {
+      removed(sub, false);
     } else {
       error(fmt::format("delete '{}': {}", sub, std::strerror(errno)));
       kept = true;
     }
   }
   if (kept) return {};  // rsync leaves a directory that still holds protected entries
-  if (::unlinkat(parent_fd, name.c_str(), AT_REMOVEDIR) != 0) return sys_error("'" + rel + "'");
-  ++deleted_;
+  if (!opt_.dry_run && ::unlinkat(parent_fd, name.c_str(), AT_REMOVEDIR) != 0) return sys_error("'" + rel + "'");
+  removed(rel, true);
   return {};
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -31,6 +32,8 @@ struct PruneOptions {
   bool root = false;
   /// Excluded names are protected, as rsync's default: never deleted.
   std::shared_ptr<const FilterList> filter;
+  /// -n: decide and count as usual, remove nothing.
+  bool dry_run = false;
 };
 
 class Pruner {
@@ -51,6 +54,9 @@ class Pruner {
   void finish();
 
   uint32_t deleted() const { return deleted_; }
+  /// Called for each entry removed (dry run: that would be), a directory
+  /// after its contents, with its path below the destination (for -i, -n).
+  void on_delete(std::function<void(const std::string& rel, bool is_dir)> f) { on_delete_ = std::move(f); }
   /// What could not be deleted, one line each (bounded: the rest counted).
   const std::vector<std::string>& errors() const { return errors_; }
   uint64_t errors_dropped() const { return errors_dropped_; }
@@ -72,6 +78,11 @@ class Pruner {
   std::vector<std::string> queued_;  // --delete-after: paths decided, not yet removed
   bool io_error_ = false;
   uint32_t deleted_ = 0;
+  std::function<void(const std::string&, bool)> on_delete_;
+  void removed(const std::string& rel, bool is_dir) {
+    ++deleted_;
+    if (on_delete_) on_delete_(rel, is_dir);
+  }
   std::vector<std::string> errors_;
   uint64_t errors_dropped_ = 0;
 };

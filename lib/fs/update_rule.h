@@ -15,6 +15,9 @@ struct UpdateRules {
   bool update = false;           ///< -u: a destination file newer than the source's is kept
   bool whole_file = false;       ///< --whole-file: never reuse chunks of the existing file
   bool partial = false;          ///< --partial: write through ".NAME.rcp-partial", kept when interrupted
+  /// -n/--dry-run: decide as above, change nothing (no temp file, directory,
+  /// metadata or deletion) and fetch no data; report what would change.
+  bool dry_run = false;
 };
 
 /// The destination entry of that name, as lstat saw it.

@@ -6,8 +6,19 @@
 
 namespace rcp {
 
+namespace {
+/// The chunk size: the user's, but with --bwlimit at most one second of the
+/// rate in whole 4 KiB (rcp's smallest chunk), so a paced session moves at
+/// least every second (its idle timeout is 30 s) and in even steps.
+uint32_t chunk_for(const Settings& s) {
+  if (s.bwlimit == 0) return s.chunk_size;
+  const uint64_t second = std::max<uint64_t>(4096, s.bwlimit / 4096 * 4096);
+  return static_cast<uint32_t>(std::min<uint64_t>(s.chunk_size, second));
+}
+}  // namespace
+
 ConnectOptions connect_options(const Settings& s, ConnectOptions base) {
-  base.max_chunk = s.chunk_size;
+  base.max_chunk = chunk_for(s);
   base.tcp_streams = s.streams ? s.streams : kDefaultTcpStreams;
   base.rdma_qps = s.streams ? s.streams : kDefaultRdmaQps;
   return base;
@@ -16,7 +27,8 @@ ConnectOptions connect_options(const Settings& s, ConnectOptions base) {
 SessionOptions session_options(const Settings& s, Role role, const Negotiated& n) {
   SessionOptions o;
   o.checksum = s.checksum;
-  o.chunk_size = s.chunk_size;
+  o.chunk_size = chunk_for(s);
+  o.bwlimit = s.bwlimit;
   if (role == Role::source && n.max_chunk != 0) o.chunk_size = std::min(o.chunk_size, n.max_chunk);
   o.slots = s.window;
   o.block_size = std::min(kMaxBlockSize, o.chunk_size);
@@ -33,10 +45,11 @@ SessionOptions session_options(const Settings& s, Role role, const Negotiated& n
 uint16_t open_flags(const UpdateRules& r) {
   return static_cast<uint16_t>((r.checksum ? wire::kOpenChecksum : 0) | (r.ignore_existing ? wire::kOpenIgnoreExisting : 0) |
                                (r.existing ? wire::kOpenExisting : 0) | (r.update ? wire::kOpenUpdate : 0) |
-                               (r.whole_file ? wire::kOpenWholeFile : 0) | (r.partial ? wire::kOpenPartial : 0));
+                               (r.whole_file ? wire::kOpenWholeFile : 0) | (r.partial ? wire::kOpenPartial : 0) |
+                               (r.dry_run ? wire::kOpenDryRun : 0));
 }
 
-UpdateRules rules_from_open(uint16_t f) {
+UpdateRules rules_from_open(uint32_t f) {
   UpdateRules r;
   r.checksum = f & wire::kOpenChecksum;
   r.ignore_existing = f & wire::kOpenIgnoreExisting;
@@ -44,6 +57,7 @@ UpdateRules rules_from_open(uint16_t f) {
   r.update = f & wire::kOpenUpdate;
   r.whole_file = f & wire::kOpenWholeFile;
   r.partial = f & wire::kOpenPartial;
+  r.dry_run = f & wire::kOpenDryRun;
   return r;
 }
 

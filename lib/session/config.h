@@ -27,13 +27,18 @@ struct Settings {
   unsigned hash_threads = 1;
   uint32_t streams = 0;  ///< connections (TCP) or QPs (RDMA) per copy; 0: the transport's default
   UpdateRules rules;     ///< what the sink does with files the destination has (travels in OPEN's flags)
+  /// --bwlimit: bytes per second of file data this side pulls (a sink) or
+  /// announces (a source); 0: none. Never on the wire: the client paces
+  /// itself whichever role it has. It also caps the chunk size at about one
+  /// second of it (at least 4 KiB), so no single chunk waits for long.
+  uint64_t bwlimit = 0;
   const std::atomic<bool>* cancel = nullptr;
 };
 
 /// The OPEN flags that carry `r` to the daemon (wire::kOpenChecksum, ...).
 uint16_t open_flags(const UpdateRules& r);
 /// The rules an OPEN's flags ask for.
-UpdateRules rules_from_open(uint16_t flags);
+UpdateRules rules_from_open(uint32_t flags);
 
 enum class Role { source, sink };
 

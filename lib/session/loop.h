@@ -11,7 +11,9 @@
 
 #include <chrono>
 #include <fmt/core.h>
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "session/channel.h"
 #include "session/options.h"
 #include "util/fd.h"
+#include "util/token_bucket.h"
 
 namespace rcp {
 
@@ -50,6 +53,31 @@ constexpr uint32_t kOffloadMin = 128 * 1024;
 
 /// EPROTO, "<peer>: <what>".
 Error proto_error(Transport& t, std::string what);
+
+/// --bwlimit for one role: asked before each chunk's data moves. Unlimited
+/// when opt.bwlimit is 0. The burst is one chunk: a session starts at once
+/// and never runs ahead by more than one chunk.
+class Pacer {
+ public:
+  explicit Pacer(const SessionOptions& opt) {
+    if (opt.bwlimit) bucket_.emplace(opt.bwlimit, opt.chunk_size, now_ns());
+  }
+  /// May `n` bytes go now? (Takes them if so.)
+  bool take(uint64_t n) { return !bucket_ || bucket_->take(n, now_ns()); }
+  /// How long the loop may sleep before a chunk may go again: at most 200 ms
+  /// (the loop's own tick), at least 1.
+  int wait_ms() const {
+    if (!bucket_) return 200;
+    const int64_t ns = bucket_->wait_ns(now_ns());
+    return static_cast<int>(std::clamp<int64_t>(ns / 1000000 + 1, 1, 200));
+  }
+
+ private:
+  static int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  std::optional<TokenBucket> bucket_;
+};
 
 template <typename Role>
 Status run_loop(Channel& ch, Ring& ring, Role& role, const SessionOptions& opt) {
@@ -111,7 +139,7 @@ Status run_loop(Channel& ch, Ring& ring, Role& role, const SessionOptions& opt) 
       continue;
     }
     epoll_event out[4];
-    int n = ::epoll_wait(ep.get(), out, 4, 200);
+    int n = ::epoll_wait(ep.get(), out, 4, role.pace_wait_ms());  // (200 ms unless --bwlimit waits less)
     for (int i = 0; i < n; ++i)
       if (out[i].data.u32 == 1) ring.drain_event_fd();
     armed = false;

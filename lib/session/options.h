@@ -28,6 +28,9 @@ struct SessionOptions {
   /// O_DIRECT for file data where the file system allows it (io/direct.h);
   /// else buffered, said once per session at -v.
   bool direct = false;
+  /// --bwlimit: bytes per second this side pulls (sink) or announces
+  /// (source), paced by util/token_bucket.h; 0: no limit.
+  uint64_t bwlimit = 0;
   /// Sink: what to do with files the destination already has (quick check
   /// by default; -c, --ignore-existing, --existing, -u, --whole-file).
   UpdateRules rules;
@@ -55,6 +58,15 @@ struct SessionOptions {
   /// totals. The source calls it as it announces WALK_TOTALS
   /// (session/walk_totals.h), the sink as it receives one. Unset = no calls.
   std::function<void(uint64_t files, uint64_t bytes, bool final)> on_totals;
+  /// -i/-n hook, on the loop's thread: an entry the sink changed (dry run:
+  /// would change), its name as sent, type (S_IFMT) and fs/itemize.h bits
+  /// (never 0); or (deleted) one --delete removed, type S_IFDIR or 0. The
+  /// sink calls it for what it does, the source for what FILE_RESULT and
+  /// ENTRY_DELETED report. Unset = no calls.
+  std::function<void(std::string_view name, unsigned type, uint16_t changes, bool deleted)> on_item;
+  /// Source: the OPEN asked for --delete, so the sink may send ENTRY_DELETED
+  /// (at most DONE's files_deleted of them); without it one is a protocol error.
+  bool deleting = false;
   /// Authenticated session: every chunk digest is HMAC-SHA256 under this key
   /// over (file id, offset, length, bytes) (auth/chunk_mac.h), whatever
   /// `checksum` says, so a byte changed on the wire cannot be hidden by

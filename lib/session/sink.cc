@@ -14,6 +14,7 @@
 #include <variant>
 
 #include "fs/filetime.h"
+#include "fs/itemize.h"
 #include "fs/metadata.h"
 #include "fs/path.h"
 #include "fs/sparse.h"
@@ -34,12 +35,23 @@
 namespace rcp {
 namespace {
 
+static_assert(kChangeKnown == wire::kResultChangesKnown, "FILE_RESULT carries fs/itemize.h's bits");
+
 class Sink {
  public:
   Sink(Channel& ch, Ring& ring, Destination& dest, const SessionOptions& opt)
       : ch_(ch), t_(ch.transport()), ring_(ring), opt_(opt),
         pool_(t_, opt.blocks, opt.block_size), free_(opt.blocks), dest_(dest), tree_(dest, opt.preserve) {
-    if (dest.prune && dest.is_dir) pruner_.emplace(dest.dir.get(), *dest.prune);
+    if (dest.prune && dest.is_dir && dest.dir.valid()) {
+      PruneOptions po = *dest.prune;
+      po.dry_run = opt.rules.dry_run;
+      pruner_.emplace(dest.dir.get(), std::move(po));
+      // Listed here (a pull) and reported to the source (a push), in order.
+      pruner_->on_delete([this](const std::string& rel, bool is_dir) {
+        if (opt_.on_item) opt_.on_item(rel, is_dir ? S_IFDIR : 0, 0, true);
+        deleted_.push_back(wire::EntryDeleted{rel, static_cast<uint8_t>(is_dir)});
+      });
+    }
   }
 
   Status init() {
@@ -50,6 +62,7 @@ class Sink {
   HashPool* hash_pool() const { return hp_.get(); }
 
   TransferStats& stats() { return stats_; }
+  int pace_wait_ms() const { return pacer_.wait_ms(); }
 
   Status on_event(TransportEvent& e) {
     if (e.kind == TransportEvent::Kind::closed)
@@ -80,6 +93,7 @@ class Sink {
                           [&](wire::Done& x) { return unexpected(x); },
                           [&](wire::ModuleList& x) { return unexpected(x); },
                           [&](wire::StopFile& x) { return unexpected(x); },
+                          [&](wire::EntryDeleted& x) { return unexpected(x); },
                       },
                       m);
   }
@@ -151,6 +165,7 @@ class Sink {
       const uint32_t nblocks = blocks_for(c.length, opt_.block_size);
       const uint32_t nwrs = (nblocks + t_.negotiated().max_sge - 1) / t_.negotiated().max_sge;
       if (free_.available() < nblocks || t_.read_capacity() < nwrs) break;
+      if (!pacer_.take(c.length)) break;  // --bwlimit: the reads wait (pace_wait_ms)
       Pending p;
       p.c = std::move(c);
       queue_.pop_front();
@@ -161,6 +176,10 @@ class Sink {
       const uint64_t cookie = next_cookie_++;
       auto [it, ok] = pending_.emplace(cookie, std::move(p));
       RCP_TRY(post_read(cookie, it->second));
+      started = true;
+    }
+    for (; !deleted_.empty(); deleted_.pop_front()) {
+      RCP_TRY(ch_.send(deleted_.front()));
       started = true;
     }
     while (!done_slots_.empty()) {
@@ -174,6 +193,7 @@ class Sink {
     if (finish_seen_ && files_.empty() && !done_sent_) {
       if (pruner_) prune();
       fix_dirs();  // (after pruning: deleting an entry changes its directory's mtime)
+      for (; !deleted_.empty(); deleted_.pop_front()) RCP_TRY(ch_.send(deleted_.front()));  // (before DONE)
       RCP_TRY(ch_.send(wire::Done{stats_.files_ok, stats_.files_failed, stats_.files_deleted}));
       done_sent_ = true;
       started = true;
@@ -199,6 +219,8 @@ class Sink {
     uint64_t basis_matched = 0;  // of matched: taken from the old file (not a partial one)
     uint64_t partial_size = 0;  // a kept --partial file being completed in place: its size when opened
     bool skip_device = false;  // a device a non-root receiver does not create (rsync skips them silently)
+    bool dry_write = false;    // dry run: the update rules would write this file
+    OldEntry old;              // what stood at the destination (for -i)
     EntryMeta meta;       // what the source said about it
     int dir_fd = -1;      // a symlink or special: its directory (borrowed from parent or the destination)
     std::string leaf;     // ... and its name there
@@ -262,11 +284,13 @@ class Sink {
     f.dir_fd = e.dir_fd;
     f.leaf = std::move(e.leaf);
     f.failed = !e.error.empty();
+    f.old = std::move(e.old);
+    f.dry_write = e.dry_write;
     // Every name sent is kept from deletion; only a directory that was
     // accepted (asked for, placed) is pruned.
     if (pruner_) pruner_->saw(fb.name, f.is_dir && !f.failed);
     f.error = std::move(e.error);
-    if (opt_.direct && !f.failed && !f.is_dir && f.size > 0) {
+    if (opt_.direct && !f.failed && !f.is_dir && f.size > 0 && f.tmp.fd() >= 0) {
       auto d = open_direct(f.tmp.fd(), O_WRONLY, f.shown);
       if (d.ok()) {
         f.direct = std::move(d.value());
@@ -276,7 +300,11 @@ class Sink {
       }
     }
     f.skip = e.skip && !f.failed;
-    if (can_reuse_chunks(opt_)) {
+    // A dry run changes nothing: every entry is "kept", its chunks returned
+    // unread (check_file tells the source which files would be written).
+    const bool dry = opt_.rules.dry_run;
+    if (dry) f.skip = !f.failed;
+    if (can_reuse_chunks(opt_) && !dry) {
       f.basis = std::move(e.basis);
       f.basis_size = e.basis_size;
       struct stat ps;
@@ -300,7 +328,7 @@ class Sink {
     }
     files_.emplace(fb.file_id, std::move(f));
     ++unended_;
-    if (e.skip) return ch_.send(wire::StopFile{fb.file_id});
+    if (e.skip || (dry && !f.is_dir && fb.size > 0)) return ch_.send(wire::StopFile{fb.file_id});
     return {};
   }
 
@@ -545,7 +573,9 @@ class Sink {
         fail_file(f, fmt::format("hard link '{}': the file it links to failed", f.shown));
       }
     }
-    bool kept = f.skip;  // the destination's file stays as it is
+    const bool follower = f.link_to != 0 && f.link_to != f.id;
+    // The destination's file stays as it is (a dry run: the rules skip it).
+    bool kept = opt_.rules.dry_run ? (f.type == S_IFREG && !follower && !f.dry_write) : f.skip;
     if (!f.failed && !f.skip) {
       if (f.written != f.size || !f.ledger.complete()) {
         fail_file(f, fmt::format("'{}' incomplete: {} of {} bytes", f.shown, f.written, f.size));
@@ -567,7 +597,7 @@ class Sink {
         fail_file(f, st.error().message());
       }
     }
-    wire::FileResult r{id, 0, 0, f.pulled, f.matched, ""};
+    wire::FileResult r{id, 0, 0, f.pulled, f.matched, "", 0};
     stats_.bytes_pulled += f.pulled;
     stats_.bytes_matched += f.matched;
     if (f.failed) {
@@ -586,6 +616,8 @@ class Sink {
       if (kept) ++stats_.files_skipped;
       r.skipped = kept ? 1 : 0;
       stats_.bytes += f.size;
+      if (!f.skip_device) r.changes = changes_of(f, !kept && f.type == S_IFREG && !follower, follower);
+      if (r.changes && opt_.on_item) opt_.on_item(f.name, f.type, r.changes, false);
     }
     // The rest of a skipped or failed file is done too: the progress line's
     // bytes reach the announced total.
@@ -601,6 +633,18 @@ class Sink {
         if (files_.count(w)) RCP_TRY(check_file(w));
     }
     return {};
+  }
+
+  /// What this entry changes at the destination (fs/itemize.h), decided from
+  /// what stood there when it began: its owner and group as they will be
+  /// (mapped; the owner only where it is applied, as root).
+  uint16_t changes_of(const File& f, bool data, bool follower) const {
+    EntryMeta in = f.meta;
+    Preserve p = opt_.preserve;
+    p.owner = p.owner && running_as_root();
+    if (p.owner) in.uid = map_uid(in.user, in.uid, p.numeric_ids);
+    if (p.group) in.gid = map_gid(in.group, in.gid, p.numeric_ids);
+    return item_changes(f.old, f.type, f.size, in, p, data, opt_.rules.checksum, follower);
   }
 
   /// The entry is complete and verified: puts it in place with its metadata.
@@ -693,6 +737,7 @@ class Sink {
   std::optional<Pruner> pruner_;  // --delete
   std::map<uint32_t, File> files_;
   std::deque<wire::ChunkReady> queue_;
+  std::deque<wire::EntryDeleted> deleted_;  // --delete's removals, sent before DONE
   std::unordered_map<uint64_t, Pending> pending_;
   std::unordered_map<uint64_t, Write> writes_;
   std::vector<uint32_t> done_slots_;
@@ -707,6 +752,7 @@ class Sink {
   bool done_sent_ = false;
   uint64_t progress_bytes_ = 0;
   WalkTotalsCheck totals_;
+  Pacer pacer_{opt_};
   TransferStats stats_;
 };
 }  // namespace

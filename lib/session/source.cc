@@ -42,6 +42,7 @@ class Source {
   HashPool* hash_pool() const { return hp_.get(); }
 
   TransferStats& stats() { return stats_; }
+  int pace_wait_ms() const { return pacer_.wait_ms(); }
 
   Status on_event(TransportEvent& e) {
     if (e.kind == TransportEvent::Kind::closed)
@@ -60,6 +61,7 @@ class Source {
                           [&](wire::FileResult& r) { return on_file_result(r); },
                           [&](wire::Done& d) { return on_done(d); },
                           [&](wire::StopFile& x) { return on_stop(x); },
+                          [&](wire::EntryDeleted& x) { return on_deleted(x); },
                           [&](wire::ErrorMsg& em) -> Status { return make_error(em.err, t_.peer() + ": " + em.message); },
                           // What only a source sends, or only comes before the session:
                           [&](wire::Open& x) { return unexpected(x); },
@@ -140,7 +142,12 @@ class Source {
       }
       uint32_t slot;
       if (!free_.take_one(slot)) break;
-      ChunkSpan c = chunk_at(f.size, opt_.chunk_size, f.next_chunk++);
+      ChunkSpan c = chunk_at(f.size, opt_.chunk_size, f.next_chunk);
+      if (!pacer_.take(c.length)) {  // --bwlimit: read and announce it later (pace_wait_ms)
+        free_.give(slot);
+        break;
+      }
+      ++f.next_chunk;
       slots_[slot] = {f.id, c.offset, c.length, 0};
       ++f.reads_out;
       submit_read(slot, f);
@@ -171,6 +178,8 @@ class Source {
     bool stopped = false;  // STOP_FILE: the sink has it; no more reads
     uint64_t counted = 0;  // of its bytes, counted in progress_bytes_ so far
     std::optional<HoleScan> scan;  // its data extents (regular files and devices with data)
+    std::string name;      // as sent (for -i)
+    unsigned type = 0;     // S_IFMT, as sent
   };
   struct LinkGroup {
     uint32_t leader;
@@ -233,12 +242,16 @@ class Source {
     const File& f = it->second;
     // What the sink says it pulled and reused is bounded by what there was:
     // each chunk is pulled at most twice (one re-fetch) or reused once.
-    if (r.matched > f.size || r.pulled / 2 > f.size || (f.stopped && r.err == 0 && !r.skipped))
+    // A dry run stops every file and answers "would write" (skipped 0) with nothing pulled.
+    const bool dry = opt_.rules.dry_run;
+    if (r.matched > f.size || r.pulled / 2 > f.size || (f.stopped && r.err == 0 && !r.skipped && !dry) ||
+        (dry && (r.pulled != 0 || r.matched != 0)))
       return proto_error(t_, fmt::format("result for '{}' does not fit the file ({} pulled, {} reused of {} bytes{})",
                                          f.shown, r.pulled, r.matched, f.size, f.stopped ? ", stopped" : ""));
     stats_.bytes_pulled += r.pulled;
     stats_.bytes_matched += r.matched;
     if (r.err == 0) {
+      if (r.changes && opt_.on_item) opt_.on_item(f.name, f.type, r.changes, false);
       ++stats_.files_ok;
       if (it->second.is_dir) ++stats_.dirs_ok;
       if (r.skipped) ++stats_.files_skipped;
@@ -264,8 +277,19 @@ class Source {
     return next_.has_value();
   }
 
+  Status on_deleted(const wire::EntryDeleted& x) {
+    if (!opt_.deleting) return proto_error(t_, "ENTRY_DELETED in a session without --delete");
+    if (done_) return proto_error(t_, "ENTRY_DELETED after DONE");
+    if (deleted_seen_ == UINT32_MAX) return proto_error(t_, "too many ENTRY_DELETED");
+    ++deleted_seen_;
+    if (opt_.on_item) opt_.on_item(x.name, x.is_dir ? S_IFDIR : 0, 0, true);
+    return {};
+  }
+
   Status on_done(const wire::Done& d) {
     if (!finish_sent_ || !files_.empty()) return proto_error(t_, "DONE before every file was answered");
+    if (d.files_deleted < deleted_seen_)
+      return proto_error(t_, fmt::format("DONE counts {} deletions after {} ENTRY_DELETED", d.files_deleted, deleted_seen_));
     stats_.files_deleted = d.files_deleted;
     done_ = true;
     return {};
@@ -323,6 +347,8 @@ class Source {
       f.scan.emplace(f.size, opt_.chunk_size, [fd = f.fd.get(), size = f.size](uint64_t from) -> Result<DataExtent> {
         return find_data(fd, from, size);
       });
+    f.name = fb.name;
+    f.type = fb.mode & S_IFMT;
     if (opt_.direct && !f.is_dir && f.size > 0) {
       auto d = open_direct(f.fd.get(), O_RDONLY, f.shown);
       if (d.ok()) {
@@ -437,8 +463,10 @@ class Source {
   int64_t chunk_seq_ = 0;
   bool finish_sent_ = false;
   bool done_ = false;
+  uint32_t deleted_seen_ = 0;  // ENTRY_DELETEDs received (DONE must count at least these)
   uint64_t progress_bytes_ = 0;
   WalkTally tally_;
+  Pacer pacer_{opt_};  // --bwlimit
   TransferStats stats_;
 };
 }  // namespace

@@ -80,7 +80,7 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                    if (o.path.size() > kMaxPath) st = proto("path longer than " + std::to_string(kMaxPath));
                    w.u8(static_cast<uint8_t>(o.op));
                    w.u8(static_cast<uint8_t>(o.checksum));
-                   w.u16(o.flags);
+                   w.u32(o.flags);
                    w.str(o.path.substr(0, kMaxPath));
                    if (o.more.size() > kMaxOpenPaths) st = proto("too many paths in OPEN");
                    if (o.filters.size() > kMaxOpenRules) st = proto("too many filter rules in OPEN");
@@ -141,6 +141,8 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                    w.u64(f.pulled);
                    w.u64(f.matched);
                    w.str(f.message.substr(0, kMaxText));
+                   if (f.changes & ~kResultChangesKnown) st = proto("FILE_RESULT with unknown change bits");
+                   w.u16(f.changes);
                  },
                  [&](const Finish&) {},
                  [&](const Done& d) {
@@ -162,6 +164,13 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                    w.u32(h.file_id);
                    w.u64(h.offset);
                    w.u64(h.length);
+                 },
+                 [&](const EntryDeleted& d) {
+                   if (d.name.empty() || d.name.size() > kMaxPath || d.name.find('\0') != std::string::npos ||
+                       d.is_dir > 1)
+                     st = proto("ENTRY_DELETED name empty, too long or with a NUL");
+                   w.str(d.name.substr(0, kMaxPath));
+                   w.u8(d.is_dir);
                  },
                  [&](const WalkTotals& t) {
                    if (t.files > kMaxWalkFiles || t.final > 1) st = proto("WALK_TOTALS out of range");
@@ -197,7 +206,7 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
 }
 
 size_t open_size(const Open& o) {
-  size_t n = kHeaderSize + 4 + 2 + o.path.size() + 2 + 2 + 4;
+  size_t n = kHeaderSize + 6 + 2 + o.path.size() + 2 + 2 + 4;  // op, checksum, flags (u32)
   for (auto& p : o.more) n += 2 + p.size();
   for (auto& f : o.filters) n += 2 + f.size();
   return n;
@@ -226,7 +235,7 @@ namespace {
 Status read_body(Reader& r, Open& o) {
   o.op = static_cast<Op>(r.u8());
   o.checksum = static_cast<Checksum>(r.u8());
-  o.flags = r.u16();
+  o.flags = r.u32();
   o.path = r.str(kMaxPath);
   const uint16_t np = r.u16();
   if (r.ok() && np > kMaxOpenPaths) return proto(fmt::format("OPEN with {} paths (limit {})", np, kMaxOpenPaths));
@@ -325,8 +334,20 @@ Status read_body(Reader& r, FileResult& f) {
   f.pulled = r.u64();
   f.matched = r.u64();
   f.message = r.str(kMaxText);
+  f.changes = r.u16();
+  if (r.ok() && (f.changes & ~kResultChangesKnown) != 0)
+    return proto(fmt::format("FILE_RESULT with unknown change bits {:#x}", f.changes));
   if (r.ok() && f.skipped > 1) return proto("FILE_RESULT with skipped not 0 or 1");
   if (r.ok() && f.skipped && f.err != 0) return proto("FILE_RESULT both skipped and failed");
+  return {};
+}
+
+Status read_body(Reader& r, EntryDeleted& d) {
+  d.name = r.str(kMaxPath);
+  d.is_dir = r.u8();
+  if (r.ok() && (d.name.empty() || d.name.find('\0') != std::string::npos))
+    return proto("ENTRY_DELETED with an empty name or a NUL in it");
+  if (r.ok() && d.is_dir > 1) return proto("ENTRY_DELETED with is_dir not 0 or 1");
   return {};
 }
 

@@ -29,7 +29,9 @@ constexpr uint32_t kMagic = 0x52435030;  // "RCP0"
 ///    to preserve (-a/-p/-o/-g/-l/-D/-H) and the contents/mkpath flags.
 /// 7: HOLE (a range of a file that is all zeros: no chunk is sent for it);
 ///    OPEN's preserve carries --discard.
-constexpr uint16_t kVersion = 7;
+/// 8: OPEN's dry-run flag (-n); FILE_RESULT carries the changes made
+///    (-i, fs/itemize.h); ENTRY_DELETED (sink → source: --delete's removals).
+constexpr uint16_t kVersion = 8;
 /// The version this process speaks: kVersion, unless the test-only fault
 /// switch RCP_TEST_FAULT=protocol-version=N makes it pretend to be another
 /// release (so the suite can prove a mismatch is refused with a clear error).
@@ -70,6 +72,7 @@ enum class MsgType : uint16_t {
   stop_file = 13,
   walk_totals = 14,
   hole = 15,
+  entry_deleted = 16,
 };
 
 /// list: OPEN's path is empty; the daemon answers with MODULE_LIST (no OPEN_OK).
@@ -92,7 +95,7 @@ struct Digest {
 struct Open {
   Op op = Op::put;
   Checksum checksum = Checksum::xxh128;
-  uint16_t flags = 0;  // kOpenMulti: several sources, so the destination must be a directory
+  uint32_t flags = 0;  // (u16 before protocol 8) kOpenMulti: several sources, so the destination must be a directory
   std::string path;
   /// get: more sources in the same module, relative to it (no "MODULE/"),
   /// sent in this order after `path`'s — one session for many files. At most
@@ -141,8 +144,15 @@ constexpr uint16_t kOpenContents = 1u << 13;
 /// put: the destination is a directory (-r, several sources or a trailing
 /// '/'): created with its missing parents when it does not exist (--mkpath).
 constexpr uint16_t kOpenMakeDir = 1u << 14;
+/// -n/--dry-run: the sink changes nothing (no file, directory, temp file,
+/// metadata or deletion) and fetches no data: it stops every file, answers
+/// each with what it would have done (FILE_RESULT skipped 0 = would write,
+/// changes = what would change) and lists --delete's removals without
+/// making them. A daemon older than protocol 8 refuses this bit (and the
+/// hello's version check refuses that daemon first).
+constexpr uint16_t kOpenDryRun = 1u << 15;
 /// Every bit a peer may set; an OPEN with another bit is refused.
-constexpr uint16_t kOpenKnownFlags = (1u << 15) - 1;
+constexpr uint32_t kOpenKnownFlags = (1u << 16) - 1;
 
 struct OpenOk {
   uint8_t dest_is_dir = 0;
@@ -211,7 +221,12 @@ struct FileResult {
   uint64_t pulled = 0;
   uint64_t matched = 0;
   std::string message;
+  /// What the sink changed (dry run: would change) in the destination
+  /// entry: fs/itemize.h's kChange* bits, 0 for none or a failed entry. A
+  /// bit outside kResultChangesKnown is refused by the decoder.
+  uint16_t changes = 0;
 };
+constexpr uint16_t kResultChangesKnown = (1u << 9) - 1;
 
 /// Source → sink: no more files.
 struct Finish {};
@@ -296,6 +311,17 @@ struct Hole {
   uint64_t length = 0;
 };
 
+/// Sink → source, only in a session with --delete (kOpenDelete): the sink
+/// removed (dry run: would remove) this entry, its path below the
+/// destination (1 to kMaxPath bytes, no NUL), so the pushing client can
+/// list it (-i, -n). Sent before DONE; DONE's files_deleted counts them,
+/// and the source refuses more ENTRY_DELETEDs than that (or any without
+/// --delete).
+struct EntryDeleted {
+  std::string name;
+  uint8_t is_dir = 0;  ///< 0 or 1
+};
+
 /// Every control message. The order is the wire: alternative i travels as
 /// MsgType i + 1 (checked below), and decode() picks the alternative by that
 /// index, so there is no switch to forget a case in.
@@ -313,7 +339,8 @@ struct Hole {
 ///  7. a sample in tests/unit/wire_test.cc samples(), which round-trips and
 ///     truncates every message.
 using Message = std::variant<Open, OpenOk, FileBegin, ChunkReady, ChunkDone, FileEnd, FileResult,
-                             Finish, Done, ErrorMsg, FileSkipped, ModuleList, StopFile, WalkTotals, Hole>;
+                             Finish, Done, ErrorMsg, FileSkipped, ModuleList, StopFile, WalkTotals, Hole,
+                             EntryDeleted>;
 
 /// The wire type and the name (for logs and errors) of each message. No
 /// primary definition: a message without an entry does not compile.
@@ -341,6 +368,7 @@ RCP_WIRE_MSG(ModuleList, module_list, "MODULE_LIST");
 RCP_WIRE_MSG(StopFile, stop_file, "STOP_FILE");
 RCP_WIRE_MSG(WalkTotals, walk_totals, "WALK_TOTALS");
 RCP_WIRE_MSG(Hole, hole, "HOLE");
+RCP_WIRE_MSG(EntryDeleted, entry_deleted, "ENTRY_DELETED");
 #undef RCP_WIRE_MSG
 
 /// Messages in the protocol: MsgType values 1 .. kMessageTypes.

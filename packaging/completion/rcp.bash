@@ -23,6 +23,7 @@ _rcp_options() {
       --fsync --progress --no-progress --copy-devices --write-devices --devices-as-files --force --direct \
       -c --checksum --ignore-existing --existing -u --update -W --whole-file --partial --stats --json \
       --exclude --include --exclude-from --include-from --files-from --shard -0 --from0 --delete --delete-after \
+      -n --dry-run -i --itemize-changes --bwlimit \
       -a --archive -p --perms -t --times -o --owner -g --group -l --links -L --copy-links -D --devices --specials \
       -H --hard-links --numeric-ids -S --sparse --discard
   fi

@@ -85,6 +85,10 @@ int main(int argc, char** argv) {
   msg("file_result_skipped", FileResult{7, 0, 1, 0, 0, ""});
   msg("file_result_delta", FileResult{7, 0, 0, 1u << 20, 63u << 20, ""});
   msg("stop_file", StopFile{7});
+  msg("file_result_changes", FileResult{7, 0, 0, 4096, 0, "", 0x001a});
+  msg("entry_deleted", EntryDeleted{"dir/old.txt", 0});
+  msg("entry_deleted_dir", EntryDeleted{"dir/gone", 1});
+  msg("open_dry_run", Open{Op::put, Checksum::xxh128, kOpenDryRun | kOpenDelete | kOpenMulti, "data/x"});
   msg("walk_totals_growing", WalkTotals{120, 5u << 30, 0});
   msg("walk_totals_final", WalkTotals{4096, 0x0000123456789abcull, 1});
   msg("hole", Hole{7, 1u << 20, 1021ull << 20});  // wire v7: 1021 MiB of a 1 GiB sparse file

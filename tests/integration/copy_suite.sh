@@ -414,8 +414,8 @@ fi
 RCP_TEST_FAULT=protocol-version=99 rcp "$src/size1" "$addr:data/v99" 2> "$work/err"
 rc=$?
 check "client of protocol version 99 is refused" test $rc != 0 -a ! -e "$exp/v99"
-check "  ... naming both versions" grep -q "version 7, this side speaks 99" "$work/err"
-check "  ... and the daemon says why" grep -q "peer speaks rcp protocol version 99, this side speaks 7" "$dlog"
+check "  ... naming both versions" grep -q "version 8, this side speaks 99" "$work/err"
+check "  ... and the daemon says why" grep -q "peer speaks rcp protocol version 99, this side speaks 8" "$dlog"
 
 # --- RLIMIT_MEMLOCK too small (64 KiB, and root without CAP_IPC_LOCK): the side that cannot pin
 # its pool says the limit, the KiB needed and how to raise it. Over TCP (the io_uring fixed

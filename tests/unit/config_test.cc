@@ -117,3 +117,20 @@ TEST_CASE("connect options announce the chunk size and choose the streams") {
     CHECK(c.rdma_qps == 5);
   }
 }
+
+TEST_CASE("--bwlimit caps the chunk at one second of the rate, in whole 4 KiB, at least 4 KiB") {
+  Settings s;
+  s.chunk_size = 1u << 20;
+  s.bwlimit = 300 * 1024;  // 300 KiB/s
+  CHECK(session_options(s, Role::sink, limits(0)).chunk_size == 300u * 1024);
+  CHECK(session_options(s, Role::sink, limits(0)).bwlimit == 300u * 1024);
+  CHECK(connect_options(s, {}).max_chunk == 300u * 1024);  // a pull's source sends no larger
+  s.bwlimit = 5000;  // not a multiple of 4 KiB: rounded down
+  CHECK(session_options(s, Role::source, limits(0)).chunk_size == 4096u);
+  s.bwlimit = 1024;  // below one chunk: the smallest chunk
+  CHECK(session_options(s, Role::source, limits(0)).chunk_size == 4096u);
+  s.bwlimit = 1ull << 40;  // faster than a chunk a second: the user's chunk
+  CHECK(session_options(s, Role::source, limits(0)).chunk_size == 1u << 20);
+  s.bwlimit = 0;
+  CHECK(session_options(s, Role::source, limits(0)).chunk_size == 1u << 20);
+}

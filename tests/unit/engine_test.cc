@@ -17,6 +17,7 @@
 #include <future>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "fake_transport.h"
+#include "fs/itemize.h"
 #include "hash/digest.h"
 #include "session/ledger.h"
 #include "session/session.h"
@@ -583,6 +585,7 @@ TEST_CASE("sink: refuses each message a source must not send, and a source's ERR
       {wire::ChunkDone{{0}}, "unexpected CHUNK_DONE", EPROTO},
       {wire::FileResult{1, 0, 0, 0, 0, ""}, "unexpected FILE_RESULT", EPROTO},
       {wire::Done{}, "unexpected DONE", EPROTO},
+      {wire::EntryDeleted{"x", 0}, "unexpected ENTRY_DELETED", EPROTO},
       {wire::FileEnd{7, 0, {}}, "FILE_END for an unknown file", EPROTO},
       {wire::ErrorMsg{ENOSPC, "source says no"}, "source says no", ENOSPC},
   };
@@ -742,6 +745,7 @@ TEST_CASE("source: refuses each message a sink must not send, and a sink's ERROR
       {wire::WalkTotals{1, 1, 1}, "unexpected WALK_TOTALS", EPROTO},
       {wire::FileResult{42, 0, 0, 0, 0, ""}, "result for a file not sent", EPROTO},
       {wire::Done{}, "DONE before every file was answered", EPROTO},
+      {wire::EntryDeleted{"x", 0}, "ENTRY_DELETED in a session without --delete", EPROTO},
       {wire::ErrorMsg{EDQUOT, "sink says no"}, "sink says no", EDQUOT},
   };
   for (const Case& k : cases) {
@@ -1370,6 +1374,149 @@ TEST_CASE("lying source with --delete: names with '..' or absolute paths prune n
   CHECK_FALSE(std::filesystem::exists(dst + "/d/extra"));  // pruning did run, inside
   CHECK_FALSE(std::filesystem::exists(dst + "/stray"));
   CHECK(r->files_deleted == 2);
+}
+
+// ---------------------------------------------------------------- -n, -i
+
+namespace {
+struct Items {
+  std::vector<std::string> lines;
+  std::function<void(std::string_view, unsigned, uint16_t, bool)> hook(bool sender) {
+    return [this, sender](std::string_view n, unsigned type, uint16_t changes, bool deleted) {
+      lines.push_back(deleted ? itemize_deleted(std::string(n), type == S_IFDIR)
+                              : itemize_line(changes, type, std::string(n), sender));
+    };
+  }
+};
+}  // namespace
+
+TEST_CASE("dry run: nothing written or pulled; both ends list what a real run then does") {
+  TempDir src, dst;
+  const std::string f = src.str("f"), g = src.str("g"), h = src.str("h");
+  write_file(f, pattern(3 * kChunk + 5, 60));
+  write_file(g, pattern(kChunk, 61));
+  write_file(h, pattern(100, 62));
+  set_mtime(g, 1600000000, 5);
+  write_file(dst.str("g"), pattern(kChunk, 61));
+  set_mtime(dst.str("g"), 1600000000, 5);  // unchanged: skipped
+  write_file(dst.str("h"), pattern(7, 63));  // other size and mtime: updated
+  set_mtime(dst.str("h"), 1500000000, 0);
+  std::filesystem::create_directories(dst.str("old/sub"));
+  write_file(dst.str("old/sub/x"), pattern(3, 64));
+  const auto h_before = read_file(dst.str("h"));
+
+  auto run = [&](bool dry, Items& at_source, Items& at_sink) {
+    SessionOptions so = options(), ko = options();
+    so.rules.dry_run = ko.rules.dry_run = dry;
+    so.on_item = at_source.hook(true);
+    ko.on_item = at_sink.hook(false);
+    FakeLink link;
+    SinkThread sink(link.b(), dst.str(), ko);
+    Channel ch(link.a());
+    Copy c;
+    c.source.emplace(run_source(ch, openers({f, g, h}), so));
+    c.sink.emplace(std::move(sink.join()));
+    return c;
+  };
+  Items src_items, sink_items;
+  Copy c = run(true, src_items, sink_items);
+  REQUIRE(c.source->ok());
+  REQUIRE(c.sink->ok());
+  for (auto* r : {&c.source->value(), &c.sink->value()}) {
+    CHECK(r->files_ok == 3);
+    CHECK(r->files_skipped == 1);  // g; f and h would be written
+    CHECK(r->bytes_pulled == 0);
+    CHECK(r->bytes_matched == 0);
+  }
+  // Nothing changed: no f, h as it was, no temp file.
+  CHECK_FALSE(exists(dst.str("f")));
+  CHECK(read_file(dst.str("h")) == h_before);
+  CHECK(temps_in(dst.path).empty());
+  for (auto& l : src_items.lines)
+    if (l[0] == '<') l[0] = '>';  // the sender's view of the same changes
+  CHECK(src_items.lines == sink_items.lines);
+  INFO((sink_items.lines.size() > 1 ? sink_items.lines[1] : std::string()));
+  REQUIRE(sink_items.lines.size() == 2);
+  CHECK(sink_items.lines[0] == ">f+++++++++ " + f.substr(f.rfind('/') + 1));
+  CHECK(sink_items.lines[1].rfind(">f.st...... ", 0) == 0);
+
+  Items real_src, real_sink;
+  Copy r = run(false, real_src, real_sink);
+  REQUIRE(r.sink->ok());
+  CHECK(real_sink.lines == sink_items.lines);  // the real run did what the dry run listed
+  CHECK(r.sink->value().files_skipped == 1);
+  CHECK(read_file(dst.str("f")) == read_file(f));
+}
+
+TEST_CASE("dry run with --delete: lists what would go, removes nothing; a real run removes exactly that") {
+  TempDir top;
+  const std::string dst = top.str("dest");
+  std::filesystem::create_directories(dst + "/d/sub");
+  for (auto p : {dst + "/d/extra", dst + "/d/sub/y", dst + "/stray"}) std::ofstream(p) << "x";
+  auto run = [&](bool dry) {
+    FakeLink link;
+    ScriptedSource s(link, pattern(kChunk, 31));
+    PruneOptions po;
+    po.root = true;
+    SessionOptions o = options();
+    o.rules.dry_run = dry;
+    Items items;
+    o.on_item = items.hook(false);
+    SinkThread sink(link.b(), dst, o, std::nullopt, po);
+    const wire::Digest empty = ScriptedSource::file_digest(0, {});
+    s.send(wire::FileBegin{1, 0, S_IFDIR | 0755, 0, "d"});
+    s.send(wire::FileEnd{1, 0, empty});
+    s.send(wire::Finish{});
+    auto& r = sink.join();
+    REQUIRE(r.ok());
+    CHECK(r->files_deleted == 4);
+    std::vector<wire::Message> got = take_messages(link.a());
+    size_t deleted = 0;
+    for (auto& m : got) deleted += std::holds_alternative<wire::EntryDeleted>(m);
+    CHECK(deleted == 4);  // each reported to the source, before DONE
+    CHECK(std::holds_alternative<wire::Done>(got.back()));
+    std::sort(items.lines.begin(), items.lines.end());
+    return items.lines;
+  };
+  auto listed = run(true);
+  for (auto p : {dst + "/d/extra", dst + "/d/sub/y", dst + "/stray"}) CHECK(exists(p));
+  const std::vector<std::string> want = {"*deleting   d/extra", "*deleting   d/sub/", "*deleting   d/sub/y",
+                                         "*deleting   stray"};
+  CHECK(listed == want);
+  CHECK(run(false) == want);
+  CHECK_FALSE(exists(dst + "/stray"));
+  CHECK_FALSE(exists(dst + "/d/sub"));
+}
+
+TEST_CASE("lying sink in a dry run: data claimed pulled, or deletions DONE does not count, are refused") {
+  SUBCASE("pulled bytes in a dry run") {
+    TempDir src, dst;
+    const std::string p = src.str("f");
+    write_file(p, pattern(3 * kChunk, 65));
+    SessionOptions o = options();
+    o.rules.dry_run = true;
+    FakeLink link;
+    link.set_hook(Side::b, [&](wire::Message& m, std::vector<wire::Message>& out) {
+      if (auto* r = std::get_if<wire::FileResult>(&m)) r->pulled = kChunk;
+      out.push_back(m);
+    });
+    Copy c = copy(link, {p}, dst.str(), o);
+    require_refused(*c.source, "does not fit the file");
+  }
+  SUBCASE("more ENTRY_DELETED than DONE's files_deleted") {
+    TempDir src, dst;
+    const std::string p = src.str("f");
+    write_file(p, pattern(kChunk, 66));
+    SessionOptions o = options();
+    o.deleting = true;
+    FakeLink link;
+    link.set_hook(Side::b, [&](wire::Message& m, std::vector<wire::Message>& out) {
+      if (std::holds_alternative<wire::Done>(m)) out.push_back(wire::EntryDeleted{"ghost", 0});
+      out.push_back(m);
+    });
+    Copy c = copy(link, {p}, dst.str(), o);
+    require_refused(*c.source, "DONE counts 0 deletions after 1 ENTRY_DELETED");
+  }
 }
 
 // ---------------------------------------------------------------- WALK_TOTALS

@@ -47,8 +47,9 @@ bool eq(const FileEnd& a, const FileEnd& b) {
 }
 bool eq(const FileResult& a, const FileResult& b) {
   return a.file_id == b.file_id && a.err == b.err && a.skipped == b.skipped && a.pulled == b.pulled &&
-         a.matched == b.matched && a.message == b.message;
+         a.matched == b.matched && a.message == b.message && a.changes == b.changes;
 }
+bool eq(const EntryDeleted& a, const EntryDeleted& b) { return a.name == b.name && a.is_dir == b.is_dir; }
 bool eq(const StopFile& a, const StopFile& b) { return a.file_id == b.file_id; }
 bool eq(const Hole& a, const Hole& b) { return a.file_id == b.file_id && a.offset == b.offset && a.length == b.length; }
 bool eq(const WalkTotals& a, const WalkTotals& b) { return a.files == b.files && a.bytes == b.bytes && a.final == b.final; }
@@ -143,6 +144,12 @@ std::vector<Message> samples() {
   v.push_back(Hole{1, 0, 1});
   v.push_back(Hole{0xFFFFFFFF, 3u << 20, 1021u << 20});
   v.push_back(Hole{2, 0, std::numeric_limits<uint64_t>::max()});
+  v.push_back(FileResult{4, 0, 0, 10, 0, "", kResultChangesKnown});
+  v.push_back(FileResult{4, 0, 0, 0, 0, "", 0x0001});
+  v.push_back(EntryDeleted{"a", 0});
+  v.push_back(EntryDeleted{"dir/" + kUtf8 + "/sub", 1});
+  v.push_back(EntryDeleted{std::string(kMaxPath, 'd'), 1});
+  v.push_back(Open{Op::put, Checksum::xxh128, kOpenDryRun | kOpenDelete, "m/d"});
   return v;
 }
 
@@ -171,12 +178,12 @@ void set_len(Bytes& b, uint32_t len) {
 
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
-Bytes open_payload(uint8_t op, uint8_t cks, const std::string& path, uint16_t flags = 0) {
+Bytes open_payload(uint8_t op, uint8_t cks, const std::string& path, uint32_t flags = 0) {
   Bytes p;
   Writer w(p);
   w.u8(op);
   w.u8(cks);
-  w.u16(flags);
+  w.u32(flags);
   w.str(path);
   w.u16(0);  // more paths
   w.u16(0);  // filter rules
@@ -191,7 +198,7 @@ Bytes open_lists(uint16_t npaths, const std::vector<std::string>& paths, uint16_
   Writer w(p);
   w.u8(2);
   w.u8(1);
-  w.u16(0);
+  w.u32(0);  // flags
   w.str("m/a");
   w.u16(npaths);
   for (auto& x : paths) w.str(x);
@@ -322,21 +329,21 @@ TEST_CASE("a decoded message differs when a field differs (the comparison can fa
 }
 
 TEST_CASE("exact encoding of DONE and OPEN") {
-  CHECK(enc(Done{1, 2, 3}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x07, 0x00, 0x09, 0x00, 0x00, 0x00, 0x0c,
+  CHECK(enc(Done{1, 2, 3}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x08, 0x00, 0x09, 0x00, 0x00, 0x00, 0x0c,
                                     0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3});
   const Bytes open = enc(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a", {"b"}, {"- c"}, 0x0102});
-  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x07, 0x00, 0x01, 0x00, 0x00, 0x00, 0x19,
-                      0x02, 0x02, 0x00, 0x01, 0x00, 0x03, 'm', '/', 'a',
+  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x08, 0x00, 0x01, 0x00, 0x00, 0x00, 0x1b,
+                      0x02, 0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x03, 'm', '/', 'a',
                       0x00, 0x01, 0x00, 0x01, 'b', 0x00, 0x01, 0x00, 0x03, '-', ' ', 'c', 0, 0, 0x01, 0x02});
   CHECK(open_size(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a", {"b"}, {"- c"}, 0x0102}) == open.size());
   // Magic first, big-endian "RCP0".
   CHECK(((uint32_t{open[0]} << 24) | (uint32_t{open[1]} << 16) | (uint32_t{open[2]} << 8) | open[3]) == kMagic);
-  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x07, 0x00, 0x08, 0, 0, 0, 0});
+  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x08, 0x00, 0x08, 0, 0, 0, 0});
 }
 
 TEST_CASE("exact encoding of FILE_BEGIN: mtime_ns right after mode, metadata after the name") {
   const Bytes b = enc(FileBegin{1, 2, S_IFLNK | 0777, -2, "n", 3, 4, "u", "g", "t", 0});
-  CHECK(b == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x07, 0x00, 0x03, 0x00, 0x00, 0x00, 0x38,
+  CHECK(b == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x08, 0x00, 0x03, 0x00, 0x00, 0x00, 0x38,
                    0, 0, 0, 1,                                      // file_id
                    0, 0, 0, 0, 0, 0, 0, 2,                          // size
                    0, 0, 0xa1, 0xff,                                // mode
@@ -577,7 +584,7 @@ TEST_CASE("peek_length") {
 TEST_CASE("string and path fields are bounded") {
   SUBCASE("string length larger than what is left") {
     Bytes p = open_payload(1, 1, "abcde");
-    p[5] = 10;  // announce 10 bytes, 5 follow
+    p[7] = 10;  // announce 10 bytes, 5 follow (op, checksum, flags u32, then the length)
     expect_proto_error(frame(1, p), "truncated");
   }
   SUBCASE("path of exactly kMaxPath bytes is accepted, one more is refused") {
@@ -609,6 +616,7 @@ TEST_CASE("string and path fields are bounded") {
       wq.u32(5);
       if (t == MsgType::file_result) { wq.u8(0); wq.u64(0); wq.u64(0); }
       wq.str(std::string(kMaxText, 'e'));
+      if (t == MsgType::file_result) wq.u16(0);  // changes
       CHECK(decode(frame(static_cast<uint16_t>(t), q)).ok());
     }
   }
@@ -630,14 +638,14 @@ TEST_CASE("OPEN with unknown operation or checksum is refused") {
 
 TEST_CASE("OPEN with a flag this version does not know is refused") {
   CHECK(decode(frame(1, open_payload(1, 1, "m", kOpenKnownFlags))).ok());
-  for (uint16_t f : {uint16_t(kOpenKnownFlags + 1), uint16_t{0x8000}, uint16_t{0xFFFF}}) {
+  for (uint32_t f : {kOpenKnownFlags + 1, 0x10000u, 0x80000000u, 0xFFFFFFFFu}) {
     CAPTURE(f);
     expect_proto_error(frame(1, open_payload(1, 1, "m", f)), "unknown flags");
   }
 }
 
 TEST_CASE("FILE_RESULT: skipped is 0 or 1, and never with an error") {
-  const auto payload = [](int32_t err, uint8_t skipped) {
+  const auto payload = [](int32_t err, uint8_t skipped, uint16_t changes = 0) {
     Bytes p;
     Writer w(p);
     w.u32(1);
@@ -646,6 +654,7 @@ TEST_CASE("FILE_RESULT: skipped is 0 or 1, and never with an error") {
     w.u64(0);
     w.u64(0);
     w.str("");
+    w.u16(changes);
     return p;
   };
   const uint16_t t = static_cast<uint16_t>(MsgType::file_result);
@@ -653,6 +662,30 @@ TEST_CASE("FILE_RESULT: skipped is 0 or 1, and never with an error") {
   CHECK(decode(frame(t, payload(EIO, 0))).ok());
   expect_proto_error(frame(t, payload(0, 2)), "skipped not 0 or 1");
   expect_proto_error(frame(t, payload(EIO, 1)), "both skipped and failed");
+  CHECK(decode(frame(t, payload(0, 0, kResultChangesKnown))).ok());
+  for (uint16_t c : {uint16_t(kResultChangesKnown + 1), uint16_t{0x8000}, uint16_t{0xFFFF}}) {
+    CAPTURE(c);
+    expect_proto_error(frame(t, payload(0, 0, c)), "unknown change bits");
+  }
+}
+
+TEST_CASE("ENTRY_DELETED: a name of 1 to kMaxPath bytes without NUL, is_dir 0 or 1") {
+  const auto payload = [](const std::string& name, uint8_t is_dir) {
+    Bytes p;
+    Writer w(p);
+    w.str(name);
+    w.u8(is_dir);
+    return p;
+  };
+  const uint16_t t = static_cast<uint16_t>(MsgType::entry_deleted);
+  CHECK(decode(frame(t, payload("a/b", 1))).ok());
+  expect_proto_error(frame(t, payload("", 0)), "empty name");
+  expect_proto_error(frame(t, payload(std::string("a\0b", 3), 0)), "NUL");
+  expect_proto_error(frame(t, payload("a", 2)), "is_dir not 0 or 1");
+  CHECK_FALSE(decode(frame(t, payload(std::string(kMaxPath + 1, 'x'), 0))).ok());
+  Bytes out;
+  CHECK_FALSE(encode(EntryDeleted{"", 0}, out).ok());
+  CHECK_FALSE(encode(FileResult{1, 0, 0, 0, 0, "", 0x8000}, out).ok());
 }
 
 TEST_CASE("WALK_TOTALS: final is 0 or 1, files fit a file id, any byte count") {

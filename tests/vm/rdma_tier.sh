@@ -89,6 +89,19 @@ for b in "$@"; do
     total_pass=$((total_pass + ${line%% passed*}))
     f=${line#*passed, }; total_fail=$((total_fail + ${f%% failed*}))
   fi
+  # -n/-i/--bwlimit over verbs: a dry run's sink issues no READ, --bwlimit paces the READs
+  echo "rdma_tier: === dryrun suite over rdma with $b ==="
+  out=$(mktemp)
+  bash "$here/../integration/dryrun_suite.sh" --bin "$b/rcp" --transport rdma --addr "$addr" \
+      --work "/tmp/rcp-rdma-dryrun-$(basename "$b")" 2>&1 | tee "$out"
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -n1)
+  rm -f "$out"; drop_work "/tmp/rcp-rdma-dryrun-$(basename "$b")"
+  if [ -z "$line" ]; then
+    echo "rdma_tier: dryrun suite with $b did not finish"; total_fail=$((total_fail + 1))
+  else
+    total_pass=$((total_pass + ${line%% passed*}))
+    f=${line#*passed, }; total_fail=$((total_fail + ${f%% failed*}))
+  fi
   # --transport auto picks RDMA when both ends can
   echo "rdma_tier: === auto picks rdma ($b) ==="
   w=/tmp/rcp-auto-$$; mkdir -p "$w/exp"; head -c 300000 /dev/urandom > "$w/f"
