@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   msg("open_dry_run", Open{Op::put, Checksum::xxh128, kOpenDryRun | kOpenDelete | kOpenMulti, "data/x"});
   msg("walk_totals_growing", WalkTotals{120, 5u << 30, 0});
   msg("walk_totals_final", WalkTotals{4096, 0x0000123456789abcull, 1});
-  msg("hole", Hole{7, 1u << 20, 1021ull << 20});  // wire v7: 1021 MiB of a 1 GiB sparse file
+  msg("hole", Hole{7, 1u << 20, 1021ull << 20});  // 1021 MiB of a 1 GiB sparse file
   msg("open_rules", Open{Op::put, Checksum::xxh128, kOpenChecksum | kOpenUpdate | kOpenWholeFile, "data/x"});
   msg("file_result_err", FileResult{8, 13, 0, 0, 0, "permission denied: data/x"});
   msg("finish", Finish{});
