@@ -49,7 +49,9 @@ Result<std::shared_ptr<DeviceTarget>> open_device_target(const std::string& path
       return make_error(EBUSY, fmt::format("'{}' is mounted on {}: refused (--force writes it all the same)", shown,
                                            where));
   }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (force ? 0 : O_EXCL));
+  // Read and write: --partial reads back what an interrupted run wrote (its
+  // chunks are kept when their digests match).
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | (force ? 0 : O_EXCL));
   if (fd < 0) {
     if (errno == EBUSY)
       return make_error(EBUSY, fmt::format("'{}' is in use (held by a file system, LVM, md or another program): "
@@ -69,7 +71,7 @@ Result<std::shared_ptr<DeviceTarget>> open_device_target(const std::string& path
 
 std::string in_place_warning(const std::string& shown) {
   return fmt::format("writing block device '{}' in place: a copy that fails or is interrupted leaves it partially "
-                     "written (there is no temp file to discard)", shown);
+                     "written (there is no temp file to discard); rerun with --partial to finish it", shown);
 }
 
 }  // namespace rcp

@@ -309,6 +309,12 @@ class Sink {
       f.basis_size = e.basis_size;
       struct stat ps;
       if (f.tmp.is_partial() && ::fstat(f.tmp.fd(), &ps) == 0) f.partial_size = static_cast<uint64_t>(ps.st_size);
+      // --partial onto a device (written in place, no temp file): what an
+      // interrupted run left there is the partial copy. Every chunk is read
+      // back and kept only when its digest matches (a device holds at least
+      // the file: place_on_device refuses a smaller one), so a rerun moves
+      // only what is missing or different.
+      if (f.tmp.is_device() && opt_.rules.partial) f.partial_size = f.size;
     }
     // Only the kinds this copy asked for: a source cannot plant a symlink or
     // a device in a copy made without -l or -D.

@@ -173,6 +173,19 @@ check "--digest none onto a device: refused (exit $rc), nothing written, naming 
 head -c 1000 /dev/urandom > "$exp/f2.bin"
 rcp --write-devices "$addr:data/f.bin" "$addr:data/f2.bin" "$B"; rc=$?
 check "two sources onto one device: refused (exit $rc)" bash -c "[ $rc -ne 0 ] && cmp -s -n 67108864 /dev/zero '$B'"
+# An interrupted copy onto a device leaves it partial; --partial finishes it: the chunks already
+# there are read back and kept when their digests match, only the rest crosses the wire.
+dd if="$A" of="$B" bs=1M count=40 status=none conv=fsync
+rcp --write-devices --partial --json "$addr:data/disk.img" "$B" > "$work/resume.json"; rc=$?
+moved=$(grep -o '"bytes_transferred": *[0-9]*' "$work/resume.json" | grep -o '[0-9]*$')
+check "--partial onto a device holding the first 40 of 64 MiB: completed, byte-identical, moved ${moved:-?} bytes (<= 25 MiB) (exit $rc)" \
+  bash -c "[ $rc -eq 0 ] && cmp -s '$A' '$B' && [ -n '$moved' ] && [ '${moved:-0}' -le 26214400 ] && [ '${moved:-0}' -ge 25165824 ]"
+dd if=/dev/zero of="$B" bs=1M count=8 status=none conv=fsync
+rcp --write-devices --json "$addr:data/disk.img" "$B" > "$work/resume.json"; rc=$?
+moved=$(grep -o '"bytes_transferred": *[0-9]*' "$work/resume.json" | grep -o '[0-9]*$')
+check "  ... without --partial the whole image moves again (${moved:-?} bytes) (exit $rc)" \
+  bash -c "[ $rc -eq 0 ] && cmp -s '$A' '$B' && [ '${moved:-0}' -eq 67108864 ]"
+dd if=/dev/zero of="$B" bs=1M count=64 status=none conv=fsync
 
 # --- 3. the daemon exports devices only as configured --------------------------------------------
 rcp "$addr:diska" "$out/pulled.img"; rc=$?
