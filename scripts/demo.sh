@@ -63,7 +63,7 @@ rm -f "$work/sample.bin" "$work/back/sample.bin" "$work/export/sample.bin"
 echo
 echo "=== RDMA: 48 MiB pull and push with rcp, next to ib_read_bw (1 MiB messages)"
 echo "(a warm-up round first, shown but not counted; then the median of 3 warm runs)"
-if ls /sys/class/infiniband 2>/dev/null | grep -q .; then
+if [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
   bash scripts/demo_rdma.sh "$bin" 48 3
 else
   echo "(this kernel has no RDMA: booting a soft-RoCE guest, about 20 s)"
