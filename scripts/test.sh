@@ -38,8 +38,9 @@ if [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
 else
   echo "this host's kernel has no RDMA: running the RDMA tier in a soft-RoCE guest (tests/vm/rxe-run)"
   # 4 GiB: the guest's /tmp is a tmpfs of half its memory, and the suites write 1 GiB files
-  # 2400 s: both builds' suites under TCG emulation take 15-25 min (900 s, the default, cut the ASan half)
-  tests/vm/rxe-run --mem 4G --timeout 2400 -- bash tests/vm/rdma_tier.sh build build-asan || status=1
+  # 3600 s: both builds' suites under TCG emulation take 25-35 min since the meta, sparse and dryrun
+  # suites (900 s, the default, cut the ASan half)
+  tests/vm/rxe-run --mem 4G --timeout 3600 -- bash tests/vm/rdma_tier.sh build build-asan || status=1
 fi
 
 step "done: $([ $status = 0 ] && echo ALL PASSED || echo FAILURES)"
