@@ -2,7 +2,9 @@
 # Builds the distribution packages from a clean checkout and lints them:
 #   dist/rcp_VERSION_ARCH.deb, dist/rcpd_VERSION_ARCH.deb (+ their -dbgsym packages)
 #   dist/rcp-VERSION-1.ARCH.rpm, dist/rcpd-VERSION-1.ARCH.rpm
-# usage: packaging/build.sh [--deb-only|--rpm-only] [--no-lint] [TREEISH]
+# usage: packaging/build.sh [--deb-only|--rpm-only] [--no-lint] [--rpm-nocheck] [TREEISH]
+# --rpm-nocheck: the RPM is built without its unit tests (rpmbuild --without check); CI uses it
+# because it has just run them on the same tree, and the .deb build runs them again.
 # TREEISH (default HEAD) is exported with `git archive`, so uncommitted changes are not
 # packaged; the .deb is built from that tree with dpkg-buildpackage -us -uc -b, the .rpm with
 # rpmbuild from the same tarball (on a non-RPM host such as Debian: --nodeps, and the cmake
@@ -14,12 +16,13 @@ prog=packaging/build.sh
 cd "$(dirname "$0")/.."
 top=$PWD
 
-deb=1 rpm=1 lint=1 treeish=HEAD
+deb=1 rpm=1 lint=1 rpm_check=1 treeish=HEAD
 for arg in "$@"; do
   case "$arg" in
     --deb-only) rpm=0 ;;
     --rpm-only) deb=0 ;;
     --no-lint) lint=0 ;;
+    --rpm-nocheck) rpm_check=0 ;;
     -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     -*) echo "$prog: unknown option $arg" >&2; exit 2 ;;
     *) treeish=$arg ;;
@@ -71,6 +74,7 @@ if [ $rpm = 1 ]; then
       "rcp-$version/packaging/rpmlint.toml" "rcp-$version/packaging/rcpd.sysusers"
   cp "$work/rcp-$version/packaging/rcpd.sysusers" "$work/rpm/SOURCES/"
   extra=()
+  [ $rpm_check = 1 ] || extra+=(--without check)
   if [ -z "$(rpm --eval '%{?cmake}')" ] || ! rpm -q rpm >/dev/null 2>&1; then
     # Not an RPM distribution: no build dependencies in the rpm database, no cmake macros.
     extra+=(--nodeps --load "$work/rcp-$version/packaging/rpm-macros.compat")

@@ -48,7 +48,9 @@ leftovers() {
 
 step "build and lint (packaging/build.sh)"
 if [ $build = 1 ]; then
-  bash packaging/build.sh
+  # The RPM without its unit tests: scripts/test.sh ran them on this tree (twice) before, and
+  # the .deb build runs them again; this saves compiling the tests a third time (~2 min).
+  bash packaging/build.sh --rpm-nocheck
 else
   echo "--no-build: using dist/ as it is"
 fi
