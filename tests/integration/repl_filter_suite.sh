@@ -58,6 +58,13 @@ dpid2=$!
 for _ in $(seq 100); do grep -q "rcpd: ready" "$dlog" "$work/rcpd2.log" 2>/dev/null && [ "$(grep -l 'rcpd: ready' "$dlog" "$work/rcpd2.log" | wc -l)" = 2 ] && break; sleep 0.05; done
 rcp() { (umask 022; exec timeout 120 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" "$@" 2> "$work/err"); }
 sessions() { grep -c " get \| put " "$dlog"; }  # one log line per session (rcpd -v)
+# Sessions logged since BEFORE. rcpd logs a session once it has ended, which can come just after
+# the client exits (CI under load saw "daemon saw 0"): wait up to 5 s for the first line, then
+# 0.3 s more so a second session's line would be counted too.
+sessions_since() {
+  for _ in $(seq 100); do [ "$(sessions)" -gt "$1" ] && break; sleep 0.05; done
+  sleep 0.3; echo $(( $(sessions) - $1 ))
+}
 same_tree() { diff -r "$1" "$2" > /dev/null; }
 listing() { (cd "$1" && find . -mindepth 1 | sort | tr '\n' ' '); }
 
@@ -68,7 +75,7 @@ before=$(sessions)
 args=(); for i in $(seq -w 1 50); do args+=("$addr:data/many/f$i"); done
 mkdir -p "$out/many"
 rcp "${args[@]}" "$out/many/"; rc=$?
-after=$(sessions)
+after=$((before + $(sessions_since "$before")))
 check "pull of 50 named files: exit 0 (exit $rc)" test $rc = 0
 check "  ... every file byte-exact" same_tree "$exp/many" "$out/many"
 check "  ... in one session (daemon saw $((after - before)))" test $((after - before)) = 1
@@ -81,8 +88,9 @@ check "pull with one missing source among three: exit 23, the others copied (exi
 mkdir -p "$src/a" "$src/b" "$exp/pushed"; echo 1 > "$src/a/x"; echo 2 > "$src/b/y"; echo 3 > "$src/c"
 before=$(sessions)
 rcp -r "$src/a" "$src/b" "$src/c" "$addr:data/pushed/"; rc=$?
-check "push -r a b c: one session, all there (exit $rc)" \
-  bash -c "[ $rc = 0 ] && [ $(( $(sessions) - before )) = 1 ] && cmp -s '$src/a/x' '$exp/pushed/a/x' && cmp -s '$src/c' '$exp/pushed/c'"
+n=$(sessions_since "$before")
+check "push -r a b c: one session, all there (exit $rc, $n session(s))" \
+  bash -c "[ $rc = 0 ] && [ $n = 1 ] && cmp -s '$src/a/x' '$exp/pushed/a/x' && cmp -s '$src/c' '$exp/pushed/c'"
 
 # --- --files-from: paths relative to the source directory, kept as paths (rsync's semantics)
 mkdir -p "$src/ff/d1/d2" "$src/ff/emptyd" "$src/ff/tree/sub"
