@@ -26,7 +26,8 @@ mkdir -p "$exp" "$out" "$src"
 # The suite must not read the user's or the system's client config.
 export XDG_CONFIG_HOME=$work/config HOME=$work/home
 mkdir -p "$XDG_CONFIG_HOME" "$HOME"
-base=$(( 20000 + (($$ + 7919) % 20000) ))
+# Below the kernel's ephemeral ports (32768-60999): see copy_suite.sh.
+base=$(( 20000 + (($$ + 7919) % 790) * 16 ))
 tport=$((base + 1)) rport=$base
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "PASS $1"; }

@@ -30,7 +30,8 @@ done
 [ "$(id -u)" = 0 ] || skip "needs root (slurmd runs the job's tasks as the submitting user, from a root daemon)"
 [ -n "$work" ] || work=$(mktemp -d /tmp/rcp-slurm.XXXXXX)
 chmod 755 "$work"
-base=$(( 49000 + ($$ % 2000) * 4 ))
+# Below the kernel's ephemeral ports (32768-60999), away from the other suites.
+base=$(( 32650 + ($$ % 25) * 4 ))
 rport=$base tport=$((base + 1)) ctlport=$((base + 2)) dport=$((base + 3))
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "PASS $1"; }

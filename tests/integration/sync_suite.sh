@@ -26,7 +26,8 @@ for b in "$RCP" "$RCPD" "$SYNC"; do [ -x "$b" ] || { echo "sync_suite: $b not bu
 exp=$work/export jobs=$work/jobs src=$work/src gen=$work/gen
 mkdir -p "$exp" "$jobs" "$src/tree/sub" "$gen"
 export XDG_CONFIG_HOME=$work/config HOME=$work/home
-base=$(( 20000 + (($$ + 4099) % 20000) ))
+# Below the kernel's ephemeral ports (32768-60999): see copy_suite.sh.
+base=$(( 20000 + (($$ + 4099) % 790) * 16 ))
 tport=$((base + 1))
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "PASS $1"; }
