@@ -86,6 +86,8 @@ struct Options {
   std::string bwlimit;   // --bwlimit RATE (util/token_bucket.h parse_rate)
   uint64_t bwlimit_bytes = 0;
   bool itemize = false;  // -i: rsync's YXcstpoguax line per changed entry (fs/itemize.h)
+  uint32_t io_timeout = 30;   // --timeout SECONDS (0: none): no data moving that long ends the copy (30)
+  uint32_t con_timeout = 10;  // --contimeout SECONDS: connect + the daemon's greeting (35)
 };
 
 /// What --json / --stats print at the end; fail() adds its error line.
@@ -301,6 +303,7 @@ Settings settings(const Options& o, Checksum algo) {
   s.streams = o.streams;
   s.rules = o.rules;
   s.bwlimit = o.bwlimit_bytes;
+  s.io_timeout_s = o.io_timeout;
   s.cancel = &g_cancel;
   return s;
 }
@@ -518,6 +521,7 @@ int run(const Options& o, const CLI::App& app) {
     say("--encrypt needs TCP: RDMA sessions are not encrypted (use --transport tcp or auto)");
     return ec::kUsage;
   }
+  r.co.timeout_ms = static_cast<int>(o.con_timeout * 1000);
   r.co = connect_options(r.set, r.co);
   r.shown_host = remote.host;
 
@@ -697,6 +701,7 @@ int run(const Options& o, const CLI::App& app) {
       total.files_ok += st->files_ok;
       total.dirs_ok += st->dirs_ok;
       total.files_failed += st->files_failed;
+      total.files_vanished += st->files_vanished;
       total.files_skipped += st->files_skipped;
       total.bytes_pulled += st->bytes_pulled;
       total.bytes_matched += st->bytes_matched;
@@ -730,7 +735,7 @@ int run(const Options& o, const CLI::App& app) {
   g_report.bytes_matched = total.bytes_matched;
   g_report.errors.insert(g_report.errors.end(), total.errors.begin(), total.errors.end());
   g_report.errors_dropped = total.errors_dropped;
-  return cli::worst(fatal, cli::transfer_exit_code(total.files_failed, 0));
+  return cli::worst(fatal, cli::transfer_exit_code(total.files_failed, total.files_vanished));
 }
 
 /// "[4 - 65536]" in --help reads like a type signature; the range goes into
@@ -854,6 +859,14 @@ int main(int argc, char** argv) {
   app.add_option("--bwlimit", o.bwlimit,
                  "limit file data to RATE per second: KiB, or with K, M, G (1024s), KB, MB, GB (1000s); 0: none")
       ->type_name("RATE");
+  app.add_option("--timeout", o.io_timeout,
+                 "give up when no data moves for SECONDS (exit 30); 0: wait forever")
+      ->type_name("SECONDS")
+      ->check(range(0, 86400));
+  app.add_option("--contimeout", o.con_timeout,
+                 "give up connecting, and waiting for the daemon's greeting, after SECONDS (exit 35)")
+      ->type_name("SECONDS")
+      ->check(range(1, 3600));
   app.add_flag("-n,--dry-run", o.rules.dry_run,
                "change nothing anywhere and move no data: list what a real run would change (with -i, itemized)");
   app.add_flag("-i,--itemize-changes", o.itemize,

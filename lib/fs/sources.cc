@@ -133,6 +133,28 @@ SourceOpener failed_entry(Error e) {
   return [e = std::move(e)]() -> Result<SourceFile> { return e; };
 }
 
+namespace {
+Result<SourceFile> vanished_or(Error e) {
+  if (e.code != ENOENT && e.code != ESTALE) return e;
+  SourceFile f;
+  f.vanished_err = e.code;
+  f.skip_note = "file has vanished: " + e.message();
+  return f;
+}
+}  // namespace
+
+SourceOpener listed_entry_failed(Error e) {
+  return [e = std::move(e)]() -> Result<SourceFile> { return vanished_or(e); };
+}
+
+SourceOpener listed(SourceOpener op) {
+  return [op = std::move(op)]() -> Result<SourceFile> {
+    auto r = op();
+    if (!r.ok()) return vanished_or(r.error());
+    return r;
+  };
+}
+
 SourceStream stream_of(std::vector<SourceOpener> files) {
   auto v = std::make_shared<std::vector<SourceOpener>>(std::move(files));
   auto i = std::make_shared<size_t>(0);
@@ -237,7 +259,7 @@ class TreeWalk {
       bool followed = false;
       if (type != DT_REG) {
         if (::fstatat(f.dir->get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-          return failed_entry(sys_error("stat '" + eshown + "'"));
+          return listed_entry_failed(sys_error("stat '" + eshown + "'"));
         if (S_ISLNK(st.st_mode) && w_.copy_links) {
           // -L: what the link names; dangling, or (in an export) leading
           // outside it: skipped.
@@ -259,11 +281,11 @@ class TreeWalk {
         auto dir = via_root ? stack_.front().dir : f.dir;
         const std::string at = via_root ? rel : n;
         const bool confine = !followed || w_.beneath;
-        return [dir, at, confine, name = std::move(name), eshown = std::move(eshown)]() -> Result<SourceFile> {
+        return listed([dir, at, confine, name = std::move(name), eshown = std::move(eshown)]() -> Result<SourceFile> {
           RCP_ASSIGN(SourceFile sf, open_source_file(dir->get(), at, eshown, confine));
           sf.name = name;
           return sf;
-        };
+        });
       }
       if (is_dir) {
         if (std::any_of(stack_.begin(), stack_.end(),
@@ -282,7 +304,7 @@ class TreeWalk {
             const int fd = ::openat(f.dir->get(), n.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             sub = fd >= 0 ? Result<Fd>(Fd(fd)) : Result<Fd>(sys_error("'" + eshown + "'"));
           }
-          if (!sub.ok()) return failed_entry(make_error(sub.error().code, "'" + eshown + "'"));
+          if (!sub.ok()) return listed_entry_failed(make_error(sub.error().code, "'" + eshown + "'"));
           if (Status e = enter(std::make_shared<Fd>(std::move(sub.value())), rel); !e.ok()) return failed_entry(e.error());
           return dir_entry(std::move(name), std::move(eshown), st);
         }
@@ -291,11 +313,11 @@ class TreeWalk {
         const unsigned t = m & S_IFMT;
         if ((t == S_IFLNK && w_.links) || ((t == S_IFCHR || t == S_IFBLK) && w_.devices) ||
             ((t == S_IFIFO || t == S_IFSOCK) && w_.specials)) {
-          return [dir = f.dir, n, name = std::move(name), eshown = std::move(eshown)]() -> Result<SourceFile> {
+          return listed([dir = f.dir, n, name = std::move(name), eshown = std::move(eshown)]() -> Result<SourceFile> {
             RCP_ASSIGN(SourceFile sf, open_source_entry(dir->get(), n, eshown, true));
             sf.name = name;
             return sf;
-          };
+          });
         }
       }
       if (auto s = skip(eshown, "not a regular file or directory")) return s;

@@ -34,6 +34,10 @@ struct SourceFile {
                       ///< hold '/'-separated components in a recursive copy
   std::string shown;  ///< for messages
   std::string skip_note;  ///< not empty: not sent by design, only reported (see skipped_entry)
+  /// The entry was listed (found by readdir) and was gone when it was stat'ed
+  /// or opened (ENOENT, ESTALE): skip_note says so. Reported as a failure that
+  /// vanished — rsync's "file has vanished", exit 24 when nothing else failed.
+  int vanished_err = 0;
 };
 using SourceOpener = std::function<Result<SourceFile>()>;
 /// What a copy sends, one entry at a time (nullopt: no more). A tree is
@@ -48,6 +52,12 @@ SourceStream stream_of(std::vector<SourceOpener> files);
 SourceStream chain(std::vector<std::function<SourceStream()>> parts);
 /// An entry that fails with `e` when its turn comes (a FILE_SKIPPED error).
 SourceOpener failed_entry(Error e);
+/// A listed entry that failed with `e`: ENOENT or ESTALE mean it vanished
+/// since the listing (SourceFile::vanished_err), anything else is failed_entry.
+SourceOpener listed_entry_failed(Error e);
+/// `op` for an entry found by listing a directory: a failure because the entry
+/// vanished meanwhile becomes a SourceFile with vanished_err set.
+SourceOpener listed(SourceOpener op);
 
 /// An entry a copy reports but does not send: a symlink or special file
 /// below a tree (rcpd tells the pulling client, as rcp tells its user on a

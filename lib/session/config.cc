@@ -1,6 +1,7 @@
 #include "session/config.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "session/plan.h"
 
@@ -39,6 +40,10 @@ SessionOptions session_options(const Settings& s, Role role, const Negotiated& n
   o.preserve = s.preserve;
   o.hash_threads = s.hash_threads;
   o.cancel = s.cancel;
+  // 0: no timeout. INT_MAX ms (24 days) is "never" for the loop's idle check
+  // and for every poll that takes the same bound.
+  o.idle_timeout_ms = s.io_timeout_s == 0 ? std::numeric_limits<int>::max()
+                                          : static_cast<int>(std::min<uint32_t>(s.io_timeout_s, 86400) * 1000);
   return o;
 }
 

@@ -32,6 +32,9 @@ struct Settings {
   /// itself whichever role it has. It also caps the chunk size at about one
   /// second of it (at least 4 KiB), so no single chunk waits for long.
   uint64_t bwlimit = 0;
+  /// --timeout: a session with no progress for this long fails (ETIMEDOUT,
+  /// rcp's exit 30); 0: never (rsync's --timeout=0).
+  uint32_t io_timeout_s = 30;
   const std::atomic<bool>* cancel = nullptr;
 };
 

@@ -97,6 +97,7 @@ struct TransferStats {
   uint32_t files_skipped = 0;  ///< among files_ok: the destination had them, nothing written
   uint32_t files_ok = 0;
   uint32_t files_failed = 0;
+  uint32_t files_vanished = 0;  ///< among files_failed: listed, then gone (exit 24 if all are)
   uint32_t dirs_ok = 0;  ///< directory entries among files_ok (for "N file(s)" without them)
   /// --delete: entries removed from the destination (by this sink, or — at a
   /// push's source — as the daemon's DONE reports).

@@ -353,6 +353,7 @@ class Sink {
     }
     if (Status st = totals_.begin(0); !st.ok()) return proto_error(t_, st.error().context);
     ++stats_.files_failed;
+    if (x.vanished) ++stats_.files_vanished;
     stats_.note_error(fmt::format("{} (not sent by {})", x.message, t_.peer()));
     if (pruner_) pruner_->source_error();
     return {};

@@ -324,6 +324,14 @@ class Source {
       started = true;
       return ch_.send(wire::FileSkipped{sf.error().code != 0 ? sf.error().code : EIO, why});
     }
+    if (sf->vanished_err != 0) {  // listed, gone before its turn: a failure that vanished
+      ++stats_.files_failed;
+      ++stats_.files_vanished;
+      tally_.begun(0);
+      stats_.note_error(sf->skip_note);
+      started = true;
+      return ch_.send(wire::FileSkipped{sf->vanished_err, sf->skip_note, 1});
+    }
     if (!sf->skip_note.empty()) {
       started = true;
       return ch_.send(wire::FileSkipped{0, sf->skip_note});

@@ -157,6 +157,7 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                  [&](const FileSkipped& f) {
                    w.u32(static_cast<uint32_t>(f.err));
                    w.str(f.message.substr(0, kMaxText));
+                   w.u8(f.vanished);
                  },
                  [&](const StopFile& f) { w.u32(f.file_id); },
                  [&](const Hole& h) {
@@ -394,6 +395,10 @@ Status read_body(Reader& r, ErrorMsg& e) {
 Status read_body(Reader& r, FileSkipped& f) {
   f.err = static_cast<int32_t>(r.u32());
   f.message = r.str(kMaxText);
+  f.vanished = r.u8();
+  // A notice (err 0) is skipped by design: it cannot have vanished.
+  if (r.ok() && (f.vanished > 1 || (f.vanished && f.err == 0)))
+    return proto(fmt::format("FILE_SKIPPED vanished={} with err={}", f.vanished, f.err));
   return {};
 }
 

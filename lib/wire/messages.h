@@ -31,7 +31,8 @@ constexpr uint32_t kMagic = 0x52435030;  // "RCP0"
 ///    OPEN's preserve carries --discard.
 /// 8: OPEN's dry-run flag (-n); FILE_RESULT carries the changes made
 ///    (-i, fs/itemize.h); ENTRY_DELETED (sink → source: --delete's removals).
-constexpr uint16_t kVersion = 8;
+/// 9: FILE_SKIPPED says whether the entry vanished (exit 24).
+constexpr uint16_t kVersion = 9;
 /// The version this process speaks: kVersion, unless the test-only fault
 /// switch RCP_TEST_FAULT=protocol-version=N makes it pretend to be another
 /// release (so the suite can prove a mismatch is refused with a clear error).
@@ -250,10 +251,13 @@ struct ErrorMsg {
 /// failed file, so the copy ends non-zero naming it. err == 0: a notice — a
 /// symlink or special file below a recursive copy, skipped by design (the
 /// pull shows it as the push does). message names the entry. No FILE_RESULT
-/// answers it: nothing was begun.
+/// answers it: nothing was begun. vanished = 1 (only with err != 0): the
+/// entry was listed and gone when its turn came (rsync's "file has
+/// vanished"), which alone ends the copy with 24 rather than 23.
 struct FileSkipped {
   int32_t err = 0;
   std::string message;
+  uint8_t vanished = 0;
 };
 
 /// Daemon → client, the answer to an OPEN with Op::list: the modules this

@@ -23,7 +23,7 @@ _rcp_options() {
       --fsync --progress --no-progress --copy-devices --write-devices --devices-as-files --force --direct \
       -c --checksum --ignore-existing --existing -u --update -W --whole-file --partial --stats --json \
       --exclude --include --exclude-from --include-from --files-from --shard -0 --from0 --delete --delete-after \
-      -n --dry-run -i --itemize-changes --bwlimit \
+      -n --dry-run -i --itemize-changes --bwlimit --timeout --contimeout \
       -a --archive -p --perms -t --times -o --owner -g --group -l --links -L --copy-links -D --devices --specials \
       -H --hard-links --numeric-ids -S --sparse --discard
   fi
@@ -64,7 +64,7 @@ _rcp() {
   case $prev in
     --transport) COMPREPLY=($(compgen -W "auto rdma tcp" -- "$cur")); return ;;
     --digest) COMPREPLY=($(compgen -W "xxh128 sha256 none" -- "$cur")); return ;;
-    -P|--port|--tcp-port|--chunk-size|--buffer-size|--window|--streams|--hash-threads|--bwlimit|--shard) return ;;
+    -P|--port|--tcp-port|--chunk-size|--buffer-size|--window|--streams|--hash-threads|--bwlimit|--shard|--timeout|--contimeout) return ;;
     --exclude|--include) return ;;  # a pattern
     --exclude-from|--include-from|--files-from) COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac

@@ -26,6 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       d && (d->name.empty() || d->name.size() > rcp::wire::kMaxPath || d->name.find('\0') != std::string::npos ||
             d->is_dir > 1))
     std::abort();
+  // FILE_SKIPPED: vanished (exit 24 instead of 23) only for a real failure.
+  if (auto* k = std::get_if<rcp::wire::FileSkipped>(&m.value()); k && (k->vanished > 1 || (k->vanished && k->err == 0)))
+    std::abort();
   std::vector<uint8_t> once;
   if (!rcp::wire::encode(m.value(), once).ok()) std::abort();
   auto again = rcp::wire::decode(once);

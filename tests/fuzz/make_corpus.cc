@@ -3,6 +3,7 @@
 //   fuzz_make_corpus DIR      (run.sh's corpus is tests/fuzz/corpus, committed)
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
   msg("walk_totals_growing", WalkTotals{120, 5u << 30, 0});
   msg("walk_totals_final", WalkTotals{4096, 0x0000123456789abcull, 1});
   msg("hole", Hole{7, 1u << 20, 1021ull << 20});  // 1021 MiB of a 1 GiB sparse file
+  msg("file_skipped_vanished", FileSkipped{ENOENT, "file has vanished: 'data/t/x': No such file or directory", 1});
   msg("open_rules", Open{Op::put, Checksum::xxh128, kOpenChecksum | kOpenUpdate | kOpenWholeFile, "data/x"});
   msg("file_result_err", FileResult{8, 13, 0, 0, 0, "permission denied: data/x"});
   msg("finish", Finish{});

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <limits>
 
 #include "session/config.h"
 #include "session/plan.h"
@@ -133,4 +134,15 @@ TEST_CASE("--bwlimit caps the chunk at one second of the rate, in whole 4 KiB, a
   CHECK(session_options(s, Role::source, limits(0)).chunk_size == 1u << 20);
   s.bwlimit = 0;
   CHECK(session_options(s, Role::source, limits(0)).chunk_size == 1u << 20);
+}
+
+TEST_CASE("--timeout: seconds of no progress, 30 by default, 0 never") {
+  Settings s;
+  CHECK(session_options(s, Role::sink, limits(0)).idle_timeout_ms == 30000);
+  s.io_timeout_s = 2;
+  CHECK(session_options(s, Role::source, limits(0)).idle_timeout_ms == 2000);
+  s.io_timeout_s = 0;
+  CHECK(session_options(s, Role::sink, limits(0)).idle_timeout_ms == std::numeric_limits<int>::max());
+  s.io_timeout_s = 4'000'000;  // past a day: clamped, never an int overflow
+  CHECK(session_options(s, Role::sink, limits(0)).idle_timeout_ms == 86400 * 1000);
 }

@@ -19,6 +19,8 @@ using namespace rcp::wire;
 namespace {
 
 using Bytes = std::vector<uint8_t>;
+// The header's version field, big-endian: the exact-encoding tests follow kVersion.
+constexpr uint8_t kVerHi = kVersion >> 8, kVerLo = kVersion & 0xff;
 
 Digest make_digest(uint8_t len, uint8_t seed) {
   Digest d;
@@ -58,7 +60,9 @@ bool eq(const Done& a, const Done& b) {
   return a.files_ok == b.files_ok && a.files_failed == b.files_failed && a.files_deleted == b.files_deleted;
 }
 bool eq(const ErrorMsg& a, const ErrorMsg& b) { return a.err == b.err && a.message == b.message; }
-bool eq(const FileSkipped& a, const FileSkipped& b) { return a.err == b.err && a.message == b.message; }
+bool eq(const FileSkipped& a, const FileSkipped& b) {
+  return a.err == b.err && a.message == b.message && a.vanished == b.vanished;
+}
 bool eq(const ModuleList& a, const ModuleList& b) {
   if (a.truncated != b.truncated || a.modules.size() != b.modules.size()) return false;
   for (size_t i = 0; i < a.modules.size(); ++i)
@@ -135,6 +139,7 @@ std::vector<Message> samples() {
   v.push_back(FileSkipped{EACCES, "'data/tree/secret': Permission denied"});
   v.push_back(FileSkipped{0, "skipping 'data/tree/fifo': not a regular file or directory"});
   v.push_back(FileSkipped{std::numeric_limits<int32_t>::min(), std::string(kMaxText, 's')});
+  v.push_back(FileSkipped{ENOENT, "file has vanished: 'data/t/x': No such file or directory", 1});
   v.push_back(ModuleList{});
   v.push_back(ModuleList{{{"data", ""}, {"logs", "nightly logs\twith a tab"}, {kUtf8, std::string(kMaxModuleText, 'c')}}, 1});
   v.push_back(Open{Op::list, Checksum::xxh128, 0, ""});
@@ -329,21 +334,21 @@ TEST_CASE("a decoded message differs when a field differs (the comparison can fa
 }
 
 TEST_CASE("exact encoding of DONE and OPEN") {
-  CHECK(enc(Done{1, 2, 3}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x08, 0x00, 0x09, 0x00, 0x00, 0x00, 0x0c,
+  CHECK(enc(Done{1, 2, 3}) == Bytes{0x52, 0x43, 0x50, 0x30, kVerHi, kVerLo, 0x00, 0x09, 0x00, 0x00, 0x00, 0x0c,
                                     0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3});
   const Bytes open = enc(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a", {"b"}, {"- c"}, 0x0102});
-  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x08, 0x00, 0x01, 0x00, 0x00, 0x00, 0x1b,
+  CHECK(open == Bytes{0x52, 0x43, 0x50, 0x30, kVerHi, kVerLo, 0x00, 0x01, 0x00, 0x00, 0x00, 0x1b,
                       0x02, 0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x03, 'm', '/', 'a',
                       0x00, 0x01, 0x00, 0x01, 'b', 0x00, 0x01, 0x00, 0x03, '-', ' ', 'c', 0, 0, 0x01, 0x02});
   CHECK(open_size(Open{Op::get, Checksum::sha256, kOpenMulti, "m/a", {"b"}, {"- c"}, 0x0102}) == open.size());
   // Magic first, big-endian "RCP0".
   CHECK(((uint32_t{open[0]} << 24) | (uint32_t{open[1]} << 16) | (uint32_t{open[2]} << 8) | open[3]) == kMagic);
-  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x08, 0x00, 0x08, 0, 0, 0, 0});
+  CHECK(enc(Finish{}) == Bytes{0x52, 0x43, 0x50, 0x30, kVerHi, kVerLo, 0x00, 0x08, 0, 0, 0, 0});
 }
 
 TEST_CASE("exact encoding of FILE_BEGIN: mtime_ns right after mode, metadata after the name") {
   const Bytes b = enc(FileBegin{1, 2, S_IFLNK | 0777, -2, "n", 3, 4, "u", "g", "t", 0});
-  CHECK(b == Bytes{0x52, 0x43, 0x50, 0x30, 0x00, 0x08, 0x00, 0x03, 0x00, 0x00, 0x00, 0x38,
+  CHECK(b == Bytes{0x52, 0x43, 0x50, 0x30, kVerHi, kVerLo, 0x00, 0x03, 0x00, 0x00, 0x00, 0x38,
                    0, 0, 0, 1,                                      // file_id
                    0, 0, 0, 0, 0, 0, 0, 2,                          // size
                    0, 0, 0xa1, 0xff,                                // mode
@@ -686,6 +691,23 @@ TEST_CASE("ENTRY_DELETED: a name of 1 to kMaxPath bytes without NUL, is_dir 0 or
   Bytes out;
   CHECK_FALSE(encode(EntryDeleted{"", 0}, out).ok());
   CHECK_FALSE(encode(FileResult{1, 0, 0, 0, 0, "", 0x8000}, out).ok());
+}
+
+TEST_CASE("FILE_SKIPPED: vanished is 0 or 1, and only with an error") {
+  const auto payload = [](int32_t err, uint8_t vanished) {
+    Bytes p;
+    Writer w(p);
+    w.u32(static_cast<uint32_t>(err));
+    w.str("x");
+    w.u8(vanished);
+    return p;
+  };
+  const uint16_t t = static_cast<uint16_t>(MsgType::file_skipped);
+  CHECK(decode(frame(t, payload(ENOENT, 1))).ok());
+  CHECK(decode(frame(t, payload(EACCES, 0))).ok());
+  CHECK(decode(frame(t, payload(0, 0))).ok());
+  expect_proto_error(frame(t, payload(ENOENT, 2)), "vanished=2");
+  expect_proto_error(frame(t, payload(0, 1)), "vanished=1 with err=0");
 }
 
 TEST_CASE("WALK_TOTALS: final is 0 or 1, files fit a file id, any byte count") {
