@@ -11,4 +11,6 @@ bool write_inline(int fd) {
   return s.f_type == TMPFS_MAGIC || s.f_type == RAMFS_MAGIC;
 }
 
+bool read_inline(int fd) { return write_inline(fd); }
+
 }  // namespace rcp

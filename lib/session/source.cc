@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <deque>
 #include <fmt/core.h>
@@ -14,6 +16,7 @@
 #include "hash/hash_pool.h"
 #include "io/direct.h"
 #include "io/ring.h"
+#include "io/write_inline.h"
 #include "session/hole_scan.h"
 #include "session/ledger.h"
 #include "session/loop.h"
@@ -80,6 +83,10 @@ class Source {
 
   Status on_io(uint64_t slot_index, int res) {
     Slot& s = slots_[slot_index];
+    if (s.inline_res) {  // read by submit_read; this was its NOP
+      res = *s.inline_res;
+      s.inline_res.reset();
+    }
     File& f = files_.at(s.file_id);
     if (res < 0) return make_error(-res, "read '" + f.shown + "'");
     if (res == 0) return make_error(EIO, fmt::format("'{}' shrank while being sent (EOF at {})", f.shown, s.offset + s.done));
@@ -180,6 +187,7 @@ class Source {
     std::optional<HoleScan> scan;  // its data extents (regular files and devices with data)
     std::string name;      // as sent (for -i)
     unsigned type = 0;     // S_IFMT, as sent
+    int inline_reads = -1;  // io/write_inline.h: pread on the loop; -1: not asked yet
   };
   struct LinkGroup {
     uint32_t leader;
@@ -190,6 +198,7 @@ class Source {
     uint64_t offset = 0;
     uint32_t length = 0;
     uint32_t done = 0;
+    std::optional<int> inline_res = {};  // pread's result (-errno) when read inline
   };
 
   static double now_s() {
@@ -307,6 +316,15 @@ class Source {
     // file's tail and odd chunk sizes are read buffered, in one piece).
     const uint32_t want = s.length - s.done;
     const int fd = f.direct.direct_part(s.offset + s.done, p, want) == want ? f.direct.fd.get() : f.fd.get();
+    if (fd == f.fd.get()) {  // buffered: from tmpfs pread here, not via io-wq (io/write_inline.h)
+      if (f.inline_reads < 0) f.inline_reads = read_inline(fd);
+      if (f.inline_reads) {
+        const ssize_t r = ::pread(fd, p, want, static_cast<off_t>(s.offset + s.done));
+        s.inline_res = r < 0 ? -errno : static_cast<int>(r);
+        while (!ring_.nop(slot)) (void)ring_.submit();
+        return;
+      }
+    }
     while (!ring_.read_fixed(fd, p, want, s.offset + s.done, pool_.buf_index(slot), slot))
       (void)ring_.submit();
   }

@@ -445,6 +445,13 @@ if mount -t tmpfs -o size=128m tmpfs "$work/mem" 2> "$work/mount.err"; then
   check "push into tmpfs (inline writes) byte-exact" test $? = 0
   rcp "$addr:data/size48M" "$addr:data/size1M+1" "$work/mem/in/" && cmp -s "$src/size48M" "$work/mem/in/size48M" && cmp -s "$src/size1M+1" "$work/mem/in/size1M+1"
   check "pull into tmpfs (inline writes) byte-exact" test $? = 0
+  # ... and from tmpfs the source preads on its loop (io/write_inline.h: read_inline), on both ends
+  mkdir -p "$exp/frommem"
+  rcp "$work/mem/in/size48M" "$work/mem/in/size1M+1" "$addr:data/frommem/" && cmp -s "$src/size48M" "$exp/frommem/size48M" && cmp -s "$src/size1M+1" "$exp/frommem/size1M+1"
+  check "push from tmpfs (inline reads in the client) byte-exact" test $? = 0
+  mkdir -p "$work/frommem"
+  rcp "$addr:mem/size48M" "$addr:mem/size1M+1" "$work/frommem/" && cmp -s "$src/size48M" "$work/frommem/size48M" && cmp -s "$src/size1M+1" "$work/frommem/size1M+1"
+  check "pull from tmpfs (inline reads in the daemon) byte-exact" test $? = 0
   stop_daemon
   umount "$work/mem" 2> "$work/mount.err"
   check "  ... and that tmpfs unmounts once its daemon stopped (no file left open)" test $? = 0
