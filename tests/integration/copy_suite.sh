@@ -394,13 +394,17 @@ check "  ... nothing at the target, no temp file" bash -c "[ ! -e '$out/stalled'
 rcp "$addr:data/size4095" "$out/after-stop"
 check "  ... and the continued daemon serves the next client" cmp -s "$src/size4095" "$out/after-stop"
 # --contimeout: a daemon that accepts but never greets (stopped: the kernel completes the TCP
-# handshake from the listen backlog) ends the copy with exit 35. Over TCP in both tiers: over
-# rdma_cm a stopped listener's fate is the IB CM's retry timers, not rcp's option.
-kill -STOP "$dpid"
+# handshake from the listen backlog) ends the copy with exit 35. A TCP daemon of its own, in
+# both tiers (the suite's daemon listens on verbs only in the RDMA tier): over rdma_cm a stopped
+# listener's fate is the IB CM's retry timers, not rcp's option.
+(exec "$RCPD" --listen "$addr:$((base + 5))" --transport tcp --export data="$exp" > "$work/silent.log" 2>&1) &
+spid=$!
+for _ in $(seq 100); do grep -q "rcpd: ready" "$work/silent.log" 2>/dev/null && break; sleep 0.05; done
+kill -STOP "$spid"
 t0=$(date +%s)
-(exec timeout 60 "$RCP" --transport tcp --tcp-port "$tport" --contimeout 2 "$src/size4095" "$addr:data/x" 2> "$work/err")
+(exec timeout 60 "$RCP" --transport tcp --tcp-port "$((base + 5))" --contimeout 2 "$src/size4095" "$addr:data/x" 2> "$work/err")
 rc=$?; t1=$(date +%s)
-kill -CONT "$dpid"
+kill -CONT "$spid"; kill -TERM "$spid"; wait "$spid" 2>/dev/null
 check "a daemon that never greets, with --contimeout 2: exit 35 (exit $rc, after $((t1 - t0)) s)" test $rc = 35
 # the option's effect, not a speed: the default (10 s) is not what ended it
 check "  ... before the default 10 s" test $((t1 - t0)) -lt 9
