@@ -10,7 +10,7 @@ namespace rcp {
 namespace {
 /// The chunk size: the user's, but with --bwlimit at most one second of the
 /// rate in whole 4 KiB (rcp's smallest chunk), so a paced session moves at
-/// least every second (its idle timeout is 30 s) and in even steps.
+/// least every second (well inside --timeout, 30 s by default) and in even steps.
 uint32_t chunk_for(const Settings& s) {
   if (s.bwlimit == 0) return s.chunk_size;
   const uint64_t second = std::max<uint64_t>(4096, s.bwlimit / 4096 * 4096);

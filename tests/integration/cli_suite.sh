@@ -128,6 +128,8 @@ check "  ... and no made-up errno" sh -c "! grep -q 'No route to host' '$work/er
 expect "an unknown module: exit 3" 3 "unknown module 'nosuch'" r "$src/f" 127.0.0.1:nosuch/x
 expect "host::data/u.txt is not module ':data'" 0 "" r 127.0.0.1::data/u.txt "$out/dd"
 expect "'rcp://' with a bad port is a usage error (exit 1)" 1 "out of range" r "$src/f" "rcp://127.0.0.1:99999/data/x"
+expect "--timeout past a day is a usage error (exit 1)" 1 "--timeout: 86401 is out of range" r --timeout 86401 "$src/f" 127.0.0.1:data/
+expect "--contimeout 0 is a usage error (exit 1)" 1 "--contimeout: 0 is out of range" r --contimeout 0 "$src/f" 127.0.0.1:data/
 expect "CLI11's own errors carry the rcp: prefix (exit 1)" 1 "rcp: " r --no-such-option "$src/f" 127.0.0.1:data/
 expect "an out-of-range value says so in words" 1 "out of range (1 to 4096)" r --window 0 "$src/f" 127.0.0.1:data/
 expect "rcp -V prints the version" 0 "" "$RCP" -V
