@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace rcp {
@@ -24,6 +25,40 @@ Result<DataExtent> find_data(int fd, uint64_t from, uint64_t size) {
   const off_t h = ::lseek(fd, d, SEEK_HOLE);
   const uint64_t end = h < 0 ? size : std::clamp<uint64_t>(static_cast<uint64_t>(h), begin + 1, size);
   return DataExtent{begin, end};
+}
+
+namespace {
+
+bool all_zero(const uint8_t* p, uint32_t n) {
+  // p[0] == 0 and every byte equals the next: memcmp runs at memory speed.
+  return n == 0 || (p[0] == 0 && std::memcmp(p, p + 1, n - 1) == 0);
+}
+
+}  // namespace
+
+std::vector<Span> nonzero_spans(const uint8_t* data, uint64_t file_off, uint32_t len, uint32_t granule) {
+  std::vector<Span> out;
+  auto keep = [&](uint64_t off, uint32_t n) {
+    if (n == 0) return;
+    if (!out.empty() && out.back().offset + out.back().length == off)
+      out.back().length += n;
+    else
+      out.push_back(Span{off, n});
+  };
+  if (granule == 0) {
+    keep(file_off, len);
+    return out;
+  }
+  const uint64_t end = file_off + len;
+  uint64_t pos = file_off;
+  while (pos < end) {
+    const uint64_t block_end = std::min<uint64_t>((pos / granule + 1) * granule, end);
+    const auto n = static_cast<uint32_t>(block_end - pos);
+    const bool whole = pos % granule == 0 && n == granule;
+    if (!whole || !all_zero(data + (pos - file_off), n)) keep(pos, n);
+    pos = block_end;
+  }
+  return out;
 }
 
 namespace {

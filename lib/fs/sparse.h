@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "util/result.h"
 
@@ -43,6 +44,22 @@ enum class HoleFill {
   /// most SSDs and loop devices do, some arrays do not), else zeros written.
   discard,
 };
+
+/// A piece of a write: bytes [offset, offset + length) of the file.
+struct Span {
+  uint64_t offset = 0;
+  uint32_t length = 0;
+};
+
+/// -S on data the source had to send: the parts of the write of `len` bytes
+/// at file offset `file_off` that are not whole `granule`-sized, granule-
+/// aligned (by file offset) blocks of zeros, in order, adjacent parts merged.
+/// The sink writes only these into a fresh file, so a zero block becomes a
+/// hole as with rsync -S (a file of zeros written by cp or dd has no holes
+/// for SEEK_DATA to find). Aligned by file offset because a file system can
+/// leave only whole blocks unallocated; 4096 is ext4's, XFS's and tmpfs's
+/// block. Pure: unit-tested in tests/unit/sparse_test.cc.
+std::vector<Span> nonzero_spans(const uint8_t* data, uint64_t file_off, uint32_t len, uint32_t granule);
 
 /// Makes [offset, offset + length) of fd a hole the way `how` says.
 Status fill_hole(int fd, uint64_t offset, uint64_t length, HoleFill how, bool may_hold_data);

@@ -114,15 +114,20 @@ class Sink {
       return {};
     }
     if (res == 0 && !f.failed) fail_file(f, "write '" + f.shown + "': no progress");
-    if (--p.writes_out == 0) {
-      if (!f.failed) f.written += p.c.length;
-      progress_bytes_ += p.c.length;
-      f.counted += p.c.length;
-      if (opt_.on_progress) opt_.on_progress(progress_bytes_, stats_.files_ok + stats_.files_failed, f.shown);
-      finish_chunk(w.cookie);
-      return check_file(f.id);
-    }
+    if (--p.writes_out == 0) return chunk_written(w.cookie);
     return {};
+  }
+
+  /// Every write of a chunk completed (or it needed none: -S, all zeros).
+  Status chunk_written(uint64_t cookie) {
+    Pending& p = pending_.at(cookie);
+    File& f = files_.at(p.c.file_id);
+    if (!f.failed) f.written += p.c.length;
+    progress_bytes_ += p.c.length;
+    f.counted += p.c.length;
+    if (opt_.on_progress) opt_.on_progress(progress_bytes_, stats_.files_ok + stats_.files_failed, f.shown);
+    finish_chunk(cookie);
+    return check_file(f.id);
   }
 
   Status pump(bool& started) {
@@ -217,6 +222,7 @@ class Sink {
     uint64_t basis_size = 0;
     uint64_t pulled = 0, matched = 0;
     uint64_t basis_matched = 0;  // of matched: taken from the old file (not a partial one)
+    bool left_zeros = false;  // -S left blocks of zeros unwritten: the size is set before the rename
     uint64_t partial_size = 0;  // a kept --partial file being completed in place: its size when opened
     bool skip_device = false;  // a device a non-root receiver does not create (rsync skips them silently)
     bool dry_write = false;    // dry run: the update rules would write this file
@@ -402,6 +408,12 @@ class Sink {
       if (!st.ok()) fail_file(f, fmt::format("{} of '{}': {}", st.error().context, f.shown, st.error().message()));
       f.touched = f.touched || device;
       if (!f.failed) f.written += h.length;
+      // A hole where the old file has one too is content found equal: an
+      // unchanged sparse file is then kept (-c), not rebuilt from itself.
+      if (!f.failed && f.basis.valid() && h.offset + h.length <= f.basis_size) {
+        Result<DataExtent> d = find_data(f.basis.get(), h.offset, f.basis_size);
+        if (d.ok() && d.value().begin >= h.offset + h.length) f.basis_matched += h.length;
+      }
     }
     f.ledger.add_digest(h.offset, h.length, hole_digest(opt_, f.id, h.offset, h.length));
     progress_bytes_ += h.length;
@@ -493,15 +505,37 @@ class Sink {
       while (pool_.spans_units() && j < p.blocks.size() && p.blocks[j] == p.blocks[j - 1] + 1) ++j;
       const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(left, uint64_t{j - i} * opt_.block_size));
       Write w{cookie, p.blocks[i], p.c.offset + uint64_t{i} * opt_.block_size, 0, n};
-      ++p.writes_out;
-      submit_write(f, w);
+      if (zeros_become_holes(f, w.file_off)) {
+        // -S: write around whole blocks of zeros; the file's size is set
+        // before the rename, so a zero tail reads back too.
+        for (const Span& s : nonzero_spans(pool_.at(w.block), w.file_off, w.len, kHoleGranule)) {
+          ++p.writes_out;
+          submit_write(f, Write{cookie, w.block, s.offset, static_cast<uint32_t>(s.offset - w.file_off), s.length});
+        }
+        f.left_zeros = f.left_zeros || f.size > 0;
+      } else {
+        ++p.writes_out;
+        submit_write(f, w);
+      }
       left -= n;
       i = j;
     }
+    if (p.writes_out == 0) return chunk_written(cookie);  // nothing but zeros
     return {};
   }
 
  private:
+  /// 4096: the block of ext4, XFS and tmpfs; a smaller run of zeros could
+  /// not be left unallocated anyway.
+  static constexpr uint32_t kHoleGranule = 4096;
+
+  /// With -S, blocks of zeros in a chunk are left as holes in a regular
+  /// file, where the file is fresh: below a kept --partial file's old size
+  /// the old bytes are there, so zeros are written.
+  bool zeros_become_holes(const File& f, uint64_t file_off) const {
+    return opt_.preserve.sparse && !f.tmp.is_device() && file_off >= f.partial_size;
+  }
+
   /// One write, or with O_DIRECT two: the whole granules from its start
   /// through the direct fd, the rest (a file's unaligned tail) buffered.
   /// Direct I/O thus only ever covers whole pages no buffered write touches.
@@ -596,7 +630,7 @@ class Sink {
         kept = true;
         f.tmp.remove();
         keep_meta(f);
-      } else if (Status z = f.tmp.is_partial() ? f.tmp.set_size(f.size) : Status{}; !z.ok()) {
+      } else if (Status z = f.tmp.is_partial() || f.left_zeros ? f.tmp.set_size(f.size) : Status{}; !z.ok()) {
         fail_file(f, z.error().message());  // (a kept partial file may be longer than the file now)
       } else if (Status t = set_mtime_ns(f.tmp.fd(), f.mtime_ns); !t.ok()) {
         fail_file(f, fmt::format("{} of '{}': {}", t.error().context, f.shown, t.error().message()));

@@ -129,6 +129,31 @@ rcp -S --json "$src/swap" "$addr:data/swap" > "$work/j6"; rc=$?
 check "data replaced by a hole in an existing destination file (exit $rc): byte-identical" \
   bash -c "[ $rc = 0 ] && cmp -s '$src/swap' '$exp/swap'"
 
+# --- -c on an unchanged sparse file: its holes count as equal, so the file is kept as it is
+ino=$(stat -c %i "$exp/big")
+rcp -S -c --json "$src/big" "$addr:data/big" > "$work/j9"; rc=$?
+check "-S -c push of the unchanged 1 GiB sparse file (exit $rc)" test $rc = 0
+jcheck "  ... moves nothing" "$work/j9" bytes_transferred -eq 0
+jcheck "  ... transfers no file" "$work/j9" files_transferred -eq 0
+check "  ... keeps the destination file (same inode, not rebuilt)" test "$(stat -c %i "$exp/big")" = "$ino"
+
+# --- -S on zeros the source holds as data (written out, so SEEK_DATA finds no hole): they
+# cross the wire, and the receiver leaves whole 4 KiB blocks of zeros as holes (rsync -S)
+{ head -c $MiB /dev/urandom; head -c $((6 * MiB)) /dev/zero; head -c 4096 /dev/urandom
+  head -c $((2 * MiB + 4096)) /dev/zero; } > "$src/zeros"
+zsize=$((9 * MiB + 8192))
+acheck "the zero-filled source is allocated" "$src/zeros" -ge $((9 * MiB))
+rcp -S --json "$src/zeros" "$addr:data/zeros" > "$work/j10"; rc=$?
+check "push -S of a file of written zeros (exit $rc): byte-identical" bash -c "[ $rc = 0 ] && cmp -s '$src/zeros' '$exp/zeros'"
+jcheck "  ... all of it crossed (no hole at the source)" "$work/j10" bytes_transferred -eq $zsize
+acheck "  ... its zero blocks arrive unallocated" "$exp/zeros" -le $((2 * MiB))
+check "  ... size kept (a zero tail)" test "$(stat -c %s "$exp/zeros")" = $zsize
+rcp -S "$addr:data/zeros" "$out/zeros"; rc=$?
+check "pull -S of it (exit $rc): byte-identical" bash -c "[ $rc = 0 ] && cmp -s '$src/zeros' '$out/zeros'"
+acheck "  ... its zero blocks arrive unallocated" "$out/zeros" -le $((2 * MiB))
+rcp "$addr:data/zeros" "$out/zeros-alloc"; rc=$?
+acheck "  ... without -S (exit $rc) they are written" "$out/zeros-alloc" -ge $((9 * MiB))
+
 # --- onto a block device (--write-devices): holes written as zeros, or discarded (--discard)
 if [ "$(id -u)" = 0 ] && command -v losetup > /dev/null && { [ -e /dev/loop-control ] || modprobe loop 2>/dev/null; }; then
   mkholey "$exp/disk.img" $((64 * MiB)) 0 40

@@ -1718,7 +1718,7 @@ TEST_CASE("lying source: a symlink, then entries through it, write nothing outsi
   const std::string dst = top.str("dst");
   // Absolute, relative leading out, and even one that stays inside: the
   // sink never resolves a symlink it made (or found) in the destination.
-  for (const std::string target : {top.str("outside"), std::string("../outside"), std::string("inside")}) {
+  for (const std::string& target : {top.str("outside"), std::string("../outside"), std::string("inside")}) {
     INFO("target: ", target);
     FakeLink link;
     ScriptedSource s(link, pattern(kChunk, 23));
@@ -1951,6 +1951,80 @@ TEST_CASE("sparse: an all-hole file and a file of one hole chunk arrive as zeros
   CHECK(read_file(dst.str("h")) == std::vector<uint8_t>(3 * kChunk + 5));
   CHECK(read_file(dst.str("t")) == std::vector<uint8_t>(kChunk - 1));
   CHECK(allocated(dst.str("h")) == 0);
+}
+
+TEST_CASE("sparse: with -S, blocks of zeros inside sent data become holes; a zero tail keeps the size") {
+  // Written, not sparse: every byte is a data extent for the source, so all of it is sent.
+  const uint64_t size = 8 * kChunk + 2 * 4096;
+  std::vector<uint8_t> data(size, 0);
+  const auto head = pattern(kChunk, 72);
+  std::copy(head.begin(), head.end(), data.begin());
+  data[5 * kChunk + 100] = 7;  // one block of data among the zeros
+  for (bool sparse : {true, false}) {
+    INFO("sparse: ", sparse);
+    TempDir src, dst;
+    const std::string p = src.str("f");
+    write_file(p, data);
+    SessionOptions opt = options();
+    opt.preserve.sparse = sparse;
+    FakeLink link;
+    Copy c = copy(link, {p}, dst.str(), opt);
+    REQUIRE(c.sink->ok());
+    CHECK(c.sink->value().files_ok == 1);
+    CHECK(c.sink->value().bytes_pulled == size);
+    CHECK(read_file(dst.str("f")) == data);
+    if (sparse)
+      CHECK(allocated(dst.str("f")) <= 2 * kChunk);
+    else
+      CHECK(allocated(dst.str("f")) >= size - 4096);
+  }
+}
+
+TEST_CASE("sparse: with -S, zeros over a kept --partial file's old bytes are written, not skipped") {
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  std::vector<uint8_t> data = pattern(4 * kChunk, 73);
+  std::fill(data.begin() + kChunk, data.begin() + 2 * kChunk, 0);  // chunk 1: zeros
+  write_file(p, data);
+  std::vector<uint8_t> kept(data.begin(), data.begin() + 3 * kChunk);
+  std::fill(kept.begin() + kChunk, kept.begin() + 2 * kChunk, 0x5a);  // old bytes where zeros belong
+  write_file(dst.str(".f.rcp-partial"), kept);
+  SessionOptions opt = options();
+  opt.rules.partial = true;
+  opt.preserve.sparse = true;
+  FakeLink link;
+  Copy c = copy(link, {p}, dst.str(), opt);
+  REQUIRE(c.sink->ok());
+  CHECK(c.sink->value().files_ok == 1);
+  CHECK(c.sink->value().bytes_pulled == 2 * kChunk);  // chunk 1 (wrong) and chunk 3 (missing)
+  CHECK(read_file(dst.str("f")) == data);
+  CHECK(temps_in(dst.path).empty());
+}
+
+TEST_CASE("sparse: -c keeps an unchanged sparse file (its holes count as equal), nothing pulled") {
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  write_sparse(p, 10 * kChunk + 9, {{2 * kChunk, pattern(kChunk, 74)}});
+  SessionOptions opt = options();
+  opt.preserve.sparse = true;
+  {
+    FakeLink link;
+    Copy c = copy(link, {p}, dst.str(), opt);
+    REQUIRE(c.sink->ok());
+    REQUIRE(c.sink->value().files_ok == 1);
+  }
+  struct stat before;
+  REQUIRE(::stat(dst.str("f").c_str(), &before) == 0);
+  opt.rules.checksum = true;
+  FakeLink link;
+  Copy c = copy(link, {p}, dst.str(), opt);
+  REQUIRE(c.sink->ok());
+  CHECK(c.sink->value().files_skipped == 1);
+  CHECK(c.sink->value().bytes_pulled == 0);
+  struct stat after;
+  REQUIRE(::stat(dst.str("f").c_str(), &after) == 0);
+  CHECK(after.st_ino == before.st_ino);  // kept, not rebuilt from itself
+  CHECK(read_file(dst.str("f")) == read_file(p));
 }
 
 TEST_CASE("lying source: a HOLE outside the file, over a chunk, over a hole, after FILE_END or for no file is refused") {

@@ -108,3 +108,56 @@ TEST_CASE("fill_hole: every mode reads back zeros; leave and punch deallocate, a
     CHECK(f.allocated() == 0);
   }
 }
+
+TEST_CASE("nonzero_spans: whole aligned zero blocks are left out, nothing else") {
+  constexpr uint32_t G = 4096;
+  std::vector<uint8_t> buf(8 * G, 0);
+  auto spans = [&](uint64_t file_off, uint32_t off, uint32_t len) {
+    return nonzero_spans(buf.data() + off, file_off, len, G);
+  };
+  SUBCASE("all zeros, aligned: nothing to write") { CHECK(spans(0, 0, 8 * G).empty()); }
+  SUBCASE("one byte of data keeps exactly its block") {
+    buf[3 * G + 17] = 1;
+    auto s = spans(0, 0, 8 * G);
+    REQUIRE(s.size() == 1);
+    CHECK(s[0].offset == 3 * G);
+    CHECK(s[0].length == G);
+  }
+  SUBCASE("the last byte of a block counts (memcmp over the whole block)") {
+    buf[G - 1] = 9;
+    buf[5 * G] = 9;
+    buf[6 * G] = 9;  // adjacent kept blocks merge into one write
+    auto s = spans(0, 0, 8 * G);
+    REQUIRE(s.size() == 2);
+    CHECK(s[0].offset == 0);
+    CHECK(s[0].length == G);
+    CHECK(s[1].offset == 5 * G);
+    CHECK(s[1].length == 2 * G);
+  }
+  SUBCASE("unaligned head and tail are written even when zero (not whole blocks)") {
+    // file offset 100: [100, 4096) head, blocks 1..6 whole, [7*4096, 7*4096+50) tail
+    auto s = spans(100, 0, 7 * G - 100 + 50);
+    REQUIRE(s.size() == 2);
+    CHECK(s[0].offset == 100);
+    CHECK(s[0].length == G - 100);
+    CHECK(s[1].offset == 7 * G);
+    CHECK(s[1].length == 50);
+  }
+  SUBCASE("a short range inside one block is written as is") {
+    auto s = spans(G + 1, 0, 10);
+    REQUIRE(s.size() == 1);
+    CHECK(s[0].offset == G + 1);
+    CHECK(s[0].length == 10);
+  }
+  SUBCASE("data everywhere: one span, the whole write") {
+    for (size_t i = 0; i < buf.size(); i += G) buf[i + 5] = 1;
+    auto s = spans(0, 0, 8 * G);
+    REQUIRE(s.size() == 1);
+    CHECK(s[0].length == 8 * G);
+  }
+  SUBCASE("granule 0: the whole write") {
+    auto s = nonzero_spans(buf.data(), 0, 8 * G, 0);
+    REQUIRE(s.size() == 1);
+    CHECK(s[0].length == 8 * G);
+  }
+}
