@@ -5,6 +5,10 @@
 //   fsfloor write DIR N BYTES    N times: create a hidden temp file in DIR (O_EXCL), write
 //                                BYTES, rename it onto its name, close — what rcp's sink
 //                                does per file, less the network and the checksum
+//   fsfloor write DIR N BYTES direct   the same, created under its name (O_EXCL), no rename:
+//                                what tar x does, without a temp file
+//   fsfloor write DIR N BYTES tmpfile  an O_TMPFILE file written, then linkat'ed to its
+//                                name (AT_EMPTY_PATH as root, else via /proc/self/fd)
 //
 // One thread, plain syscalls. bench/run times it like the copies and prints
 // files/s next to them, so the small-file rows can be read against what the
@@ -43,7 +47,9 @@ bool list(const char* dir, std::vector<std::string>& names) {
 
 int main(int argc, char** argv) {
   const bool rd = argc == 3 && std::strcmp(argv[1], "read") == 0;
-  const bool wr = argc == 5 && std::strcmp(argv[1], "write") == 0;
+  const bool wr = (argc == 5 || argc == 6) && std::strcmp(argv[1], "write") == 0;
+  const std::string how = argc == 6 ? argv[5] : "named";
+  if (wr && how != "named" && how != "direct" && how != "tmpfile") return fail("mode " + how);
   if (!rd && !wr) {
     std::fprintf(stderr, "usage: fsfloor read DIR | fsfloor write DIR N BYTES\n");
     return 2;
@@ -74,10 +80,22 @@ int main(int argc, char** argv) {
     const size_t bytes = std::min<size_t>(std::stoul(argv[4]), buf.size());
     for (size_t i = 0; i < n; ++i) {
       const std::string name = "f" + std::to_string(i), tmp = "." + name + ".floor";
-      int fd = ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (how == "tmpfile") {
+        int fd = ::openat(dir, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0644);
+        if (fd < 0) return fail("O_TMPFILE");
+        if (::pwrite(fd, buf.data(), bytes, 0) != static_cast<ssize_t>(bytes)) return fail("write " + name);
+        if (::linkat(fd, "", dir, name.c_str(), AT_EMPTY_PATH) != 0) {
+          const std::string proc = "/proc/self/fd/" + std::to_string(fd);
+          if (::linkat(AT_FDCWD, proc.c_str(), dir, name.c_str(), AT_SYMLINK_FOLLOW) != 0) return fail("linkat " + name);
+        }
+        ::close(fd);
+        continue;
+      }
+      const bool direct = how == "direct";
+      int fd = ::openat(dir, (direct ? name : tmp).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
       if (fd < 0) return fail(tmp);
       if (::pwrite(fd, buf.data(), bytes, 0) != static_cast<ssize_t>(bytes)) return fail("write " + tmp);
-      if (::renameat(dir, tmp.c_str(), dir, name.c_str()) != 0) return fail("rename " + tmp);
+      if (!direct && ::renameat(dir, tmp.c_str(), dir, name.c_str()) != 0) return fail("rename " + tmp);
       ::close(fd);
     }
   }

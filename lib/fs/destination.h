@@ -7,6 +7,8 @@
 /// file only once it is complete and verified (fs/tempfile.h).
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -63,6 +65,8 @@ struct Destination {
 /// nothing where the user meant (a disk): EEXIST naming the path and what
 /// it is.
 Status check_replaceable(int dir_fd, const std::string& name, const std::string& shown);
+/// The same for an entry already lstat'ed.
+Status check_replaceable(const struct stat& st, const std::string& shown);
 
 /// How a client's own destination treats a block device it names.
 struct LocalDeviceOptions {
@@ -167,6 +171,8 @@ class DestinationTree {
   std::shared_ptr<Fd> existing_subdir(const std::string& rel);
   /// What stands at `leaf` in dir_fd now (nothing when dir_fd < 0).
   static OldEntry look(int dir_fd, const std::string& leaf);
+  /// The same, also giving the lstat; false (o empty) when nothing is there.
+  static bool look(int dir_fd, const std::string& leaf, OldEntry& o, struct stat& st);
   /// place() for a device destination: the one file, if it fits.
   PlacedEntry place_on_device(bool is_dir, uint64_t size);
 

@@ -79,6 +79,7 @@ Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::st
     f.meta.rdev = 0;
   } else {
     f.size = static_cast<uint64_t>(now.st_size);
+    f.no_holes = static_cast<uint64_t>(now.st_blocks) * 512 >= f.size;
     f.dev = now.st_dev;
     f.ino = now.st_ino;
     f.nlink = now.st_nlink;

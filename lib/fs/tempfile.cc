@@ -33,6 +33,39 @@ unsigned process_umask() {
   return mask;
 }
 
+/// How an O_TMPFILE file can be given a name: linkat(fd, "", AT_EMPTY_PATH)
+/// needs CAP_DAC_READ_SEARCH; without it, linkat of /proc/self/fd/N with
+/// AT_SYMLINK_FOLLOW works where /proc is mounted. Decided once.
+enum class LinkWay { empty_path, proc, none };
+
+bool force_proc_link = false;  // TempFile::link_via_proc_for_test
+
+LinkWay link_way() {
+  if (force_proc_link) return LinkWay::proc;
+  static const LinkWay way = [] {
+    unsigned long long cap = 0;
+    if (FILE* f = std::fopen("/proc/self/status", "re")) {
+      char line[256];
+      while (std::fgets(line, sizeof line, f))
+        if (std::strncmp(line, "CapEff:", 7) == 0 && std::sscanf(line + 7, "%llx", &cap) != 1) cap = 0;
+      std::fclose(f);
+    }
+    constexpr unsigned long long kDacReadSearch = 1ull << 2;  // CAP_DAC_READ_SEARCH
+    if (cap & kDacReadSearch) return LinkWay::empty_path;
+    return ::access("/proc/self/fd", X_OK) == 0 ? LinkWay::proc : LinkWay::none;
+  }();
+  return way;
+}
+
+std::string random_temp_name(const std::string& target) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+  // Keep the temp name inside NAME_MAX (255) however long the target is.
+  std::string name = "." + target.substr(0, 200) + ".rcp-";
+  for (int i = 0; i < 8; ++i) name += alphabet[rng() % 36];
+  return name;
+}
+
 }  // namespace
 
 unsigned umasked(unsigned mode) {
@@ -41,13 +74,8 @@ unsigned umasked(unsigned mode) {
 }
 
 Result<TempFile> TempFile::create(int dir_fd, const std::string& target, std::string shown, unsigned mode) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static const char* alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
-  // Keep the temp name inside NAME_MAX (255) however long the target is.
-  std::string stem = target.substr(0, 200);
   for (int attempt = 0; attempt < 16; ++attempt) {
-    std::string name = "." + stem + ".rcp-";
-    for (int i = 0; i < 8; ++i) name += alphabet[rng() % 36];
+    std::string name = random_temp_name(target);
     int fd = ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode & 0777);
     if (fd >= 0) {
       TempFile t;
@@ -63,6 +91,55 @@ Result<TempFile> TempFile::create(int dir_fd, const std::string& target, std::st
     if (errno != EEXIST) return sys_error("cannot create temporary file for '" + shown + "'");
   }
   return make_error(EEXIST, "cannot create temporary file for '" + shown + "'");
+}
+
+void TempFile::link_via_proc_for_test(bool on) { force_proc_link = on; }
+
+Result<TempFile> TempFile::create_unnamed(int dir_fd, const std::string& target, std::string shown, unsigned mode) {
+  if (link_way() == LinkWay::none) return make_error(ENOTSUP, "no way to link an O_TMPFILE file");
+  const int fd = ::openat(dir_fd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, mode & 0777);
+  if (fd < 0) return make_error(ENOTSUP, "O_TMPFILE for '" + shown + "'");
+  TempFile t;
+  const unsigned um = process_umask();
+  t.created_mode_ = um == ~0u ? ~0u : (mode & 0777 & ~um);
+  t.dir_fd_ = dir_fd;
+  t.fd_.reset(fd);
+  t.target_ = target;
+  t.shown_ = std::move(shown);
+  t.unnamed_ = true;
+  return t;
+}
+
+/// Gives the unnamed file its name. A file that appeared under it since the
+/// sink looked is replaced as rename() would: linked to a temp name first.
+Status TempFile::link_into_place() {
+  auto link_as = [&](const std::string& name) -> int {
+    if (link_way() == LinkWay::empty_path) {
+      if (::linkat(fd_.get(), "", dir_fd_, name.c_str(), AT_EMPTY_PATH) == 0) return 0;
+      // Without CAP_DAC_READ_SEARCH (dropped since link_way() looked) the
+      // kernel answers ENOENT: /proc then. Any other errno says why.
+      if (errno != ENOENT) return -1;
+    }
+    const std::string proc = "/proc/self/fd/" + std::to_string(fd_.get());
+    return ::linkat(AT_FDCWD, proc.c_str(), dir_fd_, name.c_str(), AT_SYMLINK_FOLLOW);
+  };
+  if (link_as(target_) == 0) return {};
+  if (errno != EEXIST) return sys_error("link into '" + shown_ + "'");
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const std::string name = random_temp_name(target_);
+    if (link_as(name) != 0) {
+      if (errno == EEXIST) continue;
+      return sys_error("link into '" + shown_ + "'");
+    }
+    if (::renameat(dir_fd_, name.c_str(), dir_fd_, target_.c_str()) != 0) {
+      const int e = errno;
+      ::unlinkat(dir_fd_, name.c_str(), 0);
+      errno = e;
+      return sys_error("rename into '" + shown_ + "'");
+    }
+    return {};
+  }
+  return make_error(EEXIST, "link into '" + shown_ + "'");
 }
 
 TempFile TempFile::on_device(Fd fd, std::string shown) {
@@ -111,6 +188,7 @@ TempFile& TempFile::operator=(TempFile&& o) noexcept {
     created_mode_ = o.created_mode_;
     committed_ = o.committed_;
     device_ = o.device_;
+    unnamed_ = o.unnamed_;
     o.temp_.clear();
   }
   return *this;
@@ -142,6 +220,12 @@ Status TempFile::commit(unsigned mode, bool do_fsync, bool exact) {
   mode &= exact ? 07777u : 0777u;
   if (mode != created_mode_ && ::fchmod(fd_.get(), mode) != 0) return sys_error("chmod '" + shown_ + "'");
   if (do_fsync && ::fsync(fd_.get()) != 0) return sys_error("fsync '" + shown_ + "'");
+  if (unnamed_) {
+    RCP_TRY(link_into_place());
+    committed_ = true;
+    fd_.reset();
+    return {};
+  }
   if (::renameat(dir_fd_, temp_.c_str(), dir_fd_, target_.c_str()) != 0)
     return sys_error("rename into '" + shown_ + "'");
   committed_ = true;

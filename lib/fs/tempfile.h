@@ -23,6 +23,17 @@ class TempFile {
   /// the common case: one syscall less per file, which is ~5% of a small
   /// file's cost on the sink.
   static Result<TempFile> create(int dir_fd, const std::string& target, std::string shown, unsigned mode = 0600);
+  /// For a target that does not exist yet: an unnamed file (O_TMPFILE) in
+  /// dir_fd, given its name by linkat() at commit(). Nothing to clean up if
+  /// the process dies, and no directory entry made and renamed: on tmpfs,
+  /// 10,000 4 KiB files take 16.7 us each against 23 us for create+rename
+  /// (bench/fsfloor, one thread). ENOTSUP when the file system has no
+  /// O_TMPFILE or this process could not link it (no CAP_DAC_READ_SEARCH
+  /// for AT_EMPTY_PATH and no /proc/self/fd): create() instead.
+  static Result<TempFile> create_unnamed(int dir_fd, const std::string& target, std::string shown, unsigned mode);
+  /// Tests: name unnamed files through /proc/self/fd (true) as a process
+  /// without CAP_DAC_READ_SEARCH does, or as this process would (false).
+  static void link_via_proc_for_test(bool on);
   /// Not a temp file: a block device written in place (fs/blockdev.h).
   /// commit() fsyncs it (always: the copy is only done once the data is on
   /// the device) and renames nothing; discard() only closes it.
@@ -69,6 +80,8 @@ class TempFile {
   bool committed_ = false;
   bool device_ = false;  // written in place: nothing to rename or unlink
   bool keep_ = false;  // a --partial file: discard() closes it and leaves it
+  bool unnamed_ = false;  // O_TMPFILE: linked to target_ at commit(); temp_ is empty
+  Status link_into_place();
 };
 
 }  // namespace rcp

@@ -369,7 +369,7 @@ class Source {
       hard_link(*sf, fb);
     File f{id, std::move(sf->fd), sf->size, sf->shown, chunk_count(sf->size, opt_.chunk_size), 0, 0, false,
            FileLedger(opt_.checksum, sf->size), sf->is_dir, {}};
-    if (!f.is_dir && f.size > 0 && f.fd.valid())
+    if (!f.is_dir && f.size > 0 && f.fd.valid() && !sf->no_holes)
       f.scan.emplace(f.size, opt_.chunk_size, [fd = f.fd.get(), size = f.size](uint64_t from) -> Result<DataExtent> {
         return find_data(fd, from, size);
       });

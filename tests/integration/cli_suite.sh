@@ -6,6 +6,7 @@
 # usage: cli_suite.sh --bin DIR [--work DIR]
 # Prints PASS/FAIL lines and ends with "N passed, N failed"; exit status 1 if any failed.
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # writing_into
 bin= work=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -181,10 +182,10 @@ check "Ctrl-C exits 20" test $rc = 20
 for _ in $(seq 20); do
   timeout 60 "$RCP" --transport tcp --chunk-size 64 --tcp-port $((tport + 4)) 127.0.0.1:data/3M "$out/slow2" 2> "$work/err" &
   cpid=$!
-  # SIGINT once the copy runs (its temp file exists), not after a fixed time: an ASan build
+  # SIGINT once the copy runs (it is writing the file), not after a fixed time: an ASan build
   # under load was interrupted before it had installed its handler (rc 130)
   for _ in $(seq 100); do
-    [ -n "$(find "$out" -maxdepth 1 -name '.slow2.rcp-*' 2>/dev/null)" ] && break
+    writing_into "$out" && break
     kill -0 $cpid 2>/dev/null || break
     sleep 0.1
   done

@@ -10,6 +10,7 @@
 # Attackers come from loopback source addresses 127.0.1.x (the legitimate client from
 # 127.0.0.1), so max_per_host does not decide every check by itself.
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # writing_into
 bin= work=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -158,7 +159,7 @@ head -c $((2 * 1048576)) /dev/urandom > "$src/two"
 # 32 chunks of 64 KiB, 200 ms each at the source: the copy lasts seconds
 RCP_TEST_FAULT=source-delay-ms=200 "$RCP" --transport tcp -P "$rport" --tcp-port "$tport" --streams 4 \
   --chunk-size 64 "$src/two" "$addr:data/four" 2> "$work/four.err" & cpid=$!; bgpids+=($cpid)
-for _ in $(seq 50); do [ -n "$(find "$exp" -name '.four.rcp-*')" ] && break; sleep 0.05; done
+for _ in $(seq 50); do writing_into "$exp" && break; sleep 0.05; done
 rm -f "$exp/fifth"
 (exec timeout 5 "$RCP" --transport tcp -P "$rport" --tcp-port "$tport" --streams 1 "$src/file" "$addr:data/fifth" 2> "$work/err")
 frc=$?
@@ -182,7 +183,7 @@ start_daemon -
 fd0=$(nfds)
 RCP_TEST_FAULT=source-delay-ms=200 "$RCP" --transport tcp -P "$rport" --tcp-port "$tport" --streams 1 \
   --chunk-size 64 "$src/two" "$addr:data/slow" 2> "$work/slow.err" & cpid=$!; bgpids+=($cpid)
-for _ in $(seq 50); do [ -n "$(find "$exp" -name '.slow.rcp-*')" ] && break; sleep 0.05; done
+for _ in $(seq 50); do writing_into "$exp" && break; sleep 0.05; done
 sleep 0.3
 held=$(nfds)
 # Only the soft limit moves: raising a hard limit back needs CAP_SYS_RESOURCE, which a CI

@@ -766,23 +766,35 @@ TEST_CASE("source: refuses each message a sink must not send, and a sink's ERROR
 // ---------------------------------------------------------------- cancellation
 
 TEST_CASE("engine: cancelling a sink mid-file removes its temp file and renames nothing") {
-  TempDir dst;
-  FakeLink link;
-  ScriptedSource s(link, pattern(2 * kChunk, 20));
-  std::atomic<bool> cancel{false};
-  SessionOptions opt = options();
-  opt.cancel = &cancel;
-  SinkThread sink(link.b(), dst.str(), opt);
-  s.send(wire::FileBegin{1, 2 * kChunk, 0644, 0, "f"});
-  s.send(s.chunk(1, 0, 0, kChunk));  // the second chunk never comes
-  std::vector<wire::Message> got;
-  REQUIRE(await(link.a(), got, [](auto& v) { return count_of<wire::ChunkDone>(v) >= 1; }));
-  CHECK(temps_in(dst.path).size() == 1);  // mid-file: its temp file exists
-  cancel = true;
-  auto& r = sink.join();
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code == EINTR);
-  require_nothing_left(dst, "f");
+  // A new file is written unnamed (O_TMPFILE) and linked at commit; a file
+  // that exists is replaced through a named temp file and a rename.
+  for (bool existed : {false, true}) {
+    CAPTURE(existed);
+    TempDir dst;
+    const std::vector<uint8_t> old = pattern(100, 19);
+    if (existed) write_file(dst.str("f"), old);
+    FakeLink link;
+    ScriptedSource s(link, pattern(2 * kChunk, 20));
+    std::atomic<bool> cancel{false};
+    SessionOptions opt = options();
+    opt.cancel = &cancel;
+    SinkThread sink(link.b(), dst.str(), opt);
+    s.send(wire::FileBegin{1, 2 * kChunk, 0644, 0, "f"});
+    s.send(s.chunk(1, 0, 0, kChunk));  // the second chunk never comes
+    std::vector<wire::Message> got;
+    REQUIRE(await(link.a(), got, [](auto& v) { return count_of<wire::ChunkDone>(v) >= 1; }));
+    CHECK(temps_in(dst.path).size() == (existed ? 1u : 0u));  // mid-file: a named temp file only to replace
+    cancel = true;
+    auto& r = sink.join();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == EINTR);
+    if (existed) {
+      CHECK(read_file(dst.str("f")) == old);
+      CHECK(temps_in(dst.path).empty());
+    } else {
+      require_nothing_left(dst, "f");
+    }
+  }
 }
 
 TEST_CASE("engine: cancelling a source waiting for credits ends it") {

@@ -6,11 +6,13 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -306,6 +308,97 @@ TEST_CASE("resolve_destination_beneath") {
     CHECK(d->leaf == "newfile");
     CHECK(same_inode(d->dir.get(), t.root + "/sub"));
   }
+}
+
+TEST_CASE("TempFile::create_unnamed: no name until commit links it; a file there since is replaced") {
+  Tree t;
+  const std::string dir = t.root + "/sub";
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  REQUIRE(dfd >= 0);
+  const auto before = entries(dir);
+  for (bool via_proc : {false, true}) {
+    CAPTURE(via_proc);
+    TempFile::link_via_proc_for_test(via_proc);
+    SUBCASE("discarded: nothing was ever in the directory") {
+      {
+        auto r = TempFile::create_unnamed(dfd, "u1", "shown", 0640);
+        REQUIRE_MESSAGE(r.ok(), r.error().message());
+        CHECK(r.value().temp_name().empty());
+        CHECK(::write(r.value().fd(), "abc", 3) == 3);
+        CHECK(entries(dir) == before);
+      }
+      CHECK(entries(dir) == before);
+    }
+    SUBCASE("committed: linked under its name with its bytes and mode") {
+      auto r = TempFile::create_unnamed(dfd, "u2", "shown", 0640);
+      REQUIRE(r.ok());
+      REQUIRE(::write(r.value().fd(), "hello", 5) == 5);
+      REQUIRE(r.value().commit(0640, false).ok());
+      struct stat st {};
+      REQUIRE(::fstatat(dfd, "u2", &st, AT_SYMLINK_NOFOLLOW) == 0);
+      CHECK(st.st_size == 5);
+      CHECK(st.st_nlink == 1);
+      const mode_t um = ::umask(022);  // read the umask (single-threaded here), then put it back
+      ::umask(um);
+      CHECK((st.st_mode & 0777) == (0640 & ~um));
+      CHECK(entries(dir).size() == before.size() + 1);
+      ::unlinkat(dfd, "u2", 0);
+    }
+    SUBCASE("a file that appeared under the name meanwhile is replaced, as rename would") {
+      auto r = TempFile::create_unnamed(dfd, "u3", "shown", 0644);
+      REQUIRE(r.ok());
+      REQUIRE(::write(r.value().fd(), "new!", 4) == 4);
+      int o = ::openat(dfd, "u3", O_WRONLY | O_CREAT | O_EXCL, 0644);
+      REQUIRE(o >= 0);
+      REQUIRE(::write(o, "old old", 7) == 7);
+      ::close(o);
+      REQUIRE(r.value().commit(0644, false).ok());
+      struct stat st {};
+      REQUIRE(::fstatat(dfd, "u3", &st, AT_SYMLINK_NOFOLLOW) == 0);
+      CHECK(st.st_size == 4);
+      CHECK(entries(dir).size() == before.size() + 1);  // no temp name left behind
+      ::unlinkat(dfd, "u3", 0);
+    }
+  }
+  TempFile::link_via_proc_for_test(false);
+  ::close(dfd);
+}
+
+TEST_CASE("TempFile::create_unnamed: a process that lost CAP_DAC_READ_SEARCH still links (through /proc)") {
+  if (::geteuid() != 0) {
+    MESSAGE("SKIPPED: needs root to drop to another user");
+    return;
+  }
+  char d[] = "/tmp/rcp-unnamed.XXXXXX";
+  REQUIRE(::mkdtemp(d) != nullptr);
+  REQUIRE(::chmod(d, 0777) == 0);
+  TempFile::link_via_proc_for_test(false);
+  { auto warm = TempFile::create_unnamed(AT_FDCWD, "x", "x", 0600); }  // (the way is decided as root)
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // Created as nobody, linked as nobody with other credentials (the saved
+    // uid dropped in between): linkat(AT_EMPTY_PATH) is refused with ENOENT
+    // (Linux >= 6.10 allows it only with the opener's very credentials).
+    if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 0) != 0) ::_exit(3);
+    int dfd = ::open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) ::_exit(4);
+    auto r = TempFile::create_unnamed(dfd, "mine", "mine", 0644);
+    if (!r.ok() || ::write(r.value().fd(), "ok", 2) != 2) ::_exit(5);
+    if (::setresuid(65534, 65534, 65534) != 0) ::_exit(3);
+    if (auto c = r.value().commit(0644, false); !c.ok()) {
+      std::fprintf(stderr, "commit: %s\n", c.error().message().c_str());
+      ::_exit(6);
+    }
+    struct stat st {};
+    ::_exit(::fstatat(dfd, "mine", &st, 0) == 0 && st.st_size == 2 ? 0 : 7);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  ::unlinkat(AT_FDCWD, (std::string(d) + "/mine").c_str(), 0);
+  ::rmdir(d);
 }
 
 TEST_CASE("TempFile is removed unless committed") {
