@@ -93,6 +93,16 @@ Status set_xattr(int fd, const Xattr& x) {
   return {};
 }
 
+Status apply_xattrs(int fd, const std::vector<Xattr>& want, const XattrScope& scope) {
+  Status first;
+  for (const Xattr& x : want) {
+    if (!xattr_wanted(x.name, scope)) continue;
+    if (Status st = set_xattr(fd, x); !st.ok() && first.ok()) first = st;
+  }
+  Status rest = remove_other_xattrs(fd, want, scope);
+  return first.ok() ? rest : first;
+}
+
 Status remove_other_xattrs(int fd, const std::vector<Xattr>& keep, const XattrScope& scope) {
   auto list = list_names(fd);
   if (!list.ok()) {

@@ -33,6 +33,11 @@ Status set_xattr(int fd, const Xattr& x);
 /// ends with exactly the source's set, as rsync -X). ENOTSUP: nothing to do.
 Status remove_other_xattrs(int fd, const std::vector<Xattr>& keep, const XattrScope& scope);
 
+/// Sets every xattr of want that scope carries on fd, then removes the
+/// others scope carries: fd ends with exactly want's (rsync -X). The first
+/// error is returned (a set that fails leaves the others tried).
+Status apply_xattrs(int fd, const std::vector<Xattr>& want, const XattrScope& scope);
+
 /// True for the errno values that mean "this file system has no xattrs
 /// (of that namespace)": ENOTSUP (== EOPNOTSUPP on Linux).
 bool xattrs_unsupported(int code);
