@@ -127,3 +127,104 @@ TEST_CASE("xattrs_unsupported names ENOTSUP only") {
   CHECK_FALSE(xattrs_unsupported(ENOSPC));
   CHECK_FALSE(xattrs_unsupported(EPERM));
 }
+
+// session/xattr_pieces.h: cutting values into XATTR pieces and putting them
+// back, and every way a lying source's pieces are refused.
+#include "session/xattr_pieces.h"
+
+namespace {
+Result<std::optional<Xattr>> feed(XattrAssembler& a, const std::vector<wire::XattrPiece>& ps) {
+  Result<std::optional<Xattr>> r = std::optional<Xattr>{};
+  for (const auto& p : ps) {
+    r = a.add(p);
+    if (!r.ok()) return r;
+  }
+  return r;
+}
+wire::XattrPiece piece(std::string name, uint32_t total, uint32_t offset, std::string data) {
+  return wire::XattrPiece{1, std::move(name), total, offset, std::move(data)};
+}
+}  // namespace
+
+TEST_CASE("xattr pieces: values of 0, 1, 3071-3073, 4096 and 65536 bytes round-trip") {
+  for (size_t n : {0, 1, 3071, 3072, 3073, 4096, 65536}) {
+    Xattr x{"user.v", std::string(n, '\0')};
+    for (size_t i = 0; i < n; ++i) x.value[i] = static_cast<char>(i * 7);
+    auto ps = split_xattr(9, x);
+    CHECK(ps.size() == (n == 0 ? 1 : (n + wire::kMaxXattrPiece - 1) / wire::kMaxXattrPiece));
+    for (const auto& p : ps) {
+      CHECK(p.data.size() <= wire::kMaxXattrPiece);
+      CHECK(p.file_id == 9);
+      std::vector<uint8_t> buf;
+      CHECK(wire::encode(p, buf).ok());  // every piece fits a message
+    }
+    XattrAssembler a(kUserOnly);
+    for (size_t i = 0; i + 1 < ps.size(); ++i) {
+      auto r = a.add(ps[i]);
+      REQUIRE(r.ok());
+      CHECK_FALSE(r->has_value());
+      CHECK(a.in_progress());
+    }
+    auto last = a.add(ps.back());
+    REQUIRE(last.ok());
+    REQUIRE(last->has_value());
+    CHECK((*last)->name == "user.v");
+    CHECK((*last)->value == x.value);
+    CHECK_FALSE(a.in_progress());
+  }
+}
+
+TEST_CASE("xattr pieces: out of order, another name or total midway, a repeat, or past the bounds is refused") {
+  auto ps = split_xattr(1, Xattr{"user.v", std::string(7000, 'v')});  // pieces at 0, 3072, 6144
+  REQUIRE(ps.size() == 3);
+  auto refused = [](XattrAssembler& a, const wire::XattrPiece& p, const char* why) {
+    auto r = a.add(p);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == EPROTO);
+    CHECK_MESSAGE(r.error().context.find(why) != std::string::npos, r.error().context);
+  };
+  {
+    XattrAssembler a(kUserOnly);
+    refused(a, ps[1], "not 0");  // a value starting midway
+  }
+  {
+    XattrAssembler a(kUserOnly);
+    REQUIRE(a.add(ps[0]).ok());
+    refused(a, ps[2], "while 'user.v' has 3072 of 7000");  // a piece skipped
+  }
+  {
+    XattrAssembler a(kUserOnly);
+    REQUIRE(a.add(ps[0]).ok());
+    refused(a, ps[0], "while");  // the same piece again
+  }
+  {
+    XattrAssembler a(kUserOnly);
+    REQUIRE(a.add(ps[0]).ok());
+    refused(a, piece("user.w", 7000, 3072, ps[1].data), "while");  // another name midway
+  }
+  {
+    XattrAssembler a(kUserOnly);
+    REQUIRE(a.add(ps[0]).ok());
+    refused(a, piece("user.v", 8000, 3072, ps[1].data), "while");  // another total midway
+  }
+  {
+    XattrAssembler a(kUserOnly);
+    REQUIRE(feed(a, ps).ok());
+    refused(a, ps[0], "sent twice");  // a repeat of a complete name
+  }
+  {
+    XattrAssembler a(kUserOnly);
+    refused(a, piece("trusted.t", 1, 0, "x"), "not asked for");       // not in the scope
+    refused(a, piece("system.other", 1, 0, "x"), "not asked for");    // never carried
+  }
+  {
+    XattrAssembler a(kUserOnly);  // the per-entry count
+    for (size_t i = 0; i < kMaxXattrsPerEntry; ++i) REQUIRE(a.add(piece("user.n" + std::to_string(i), 0, 0, "")).ok());
+    refused(a, piece("user.more", 0, 0, ""), "more than 256");
+  }
+  {
+    XattrAssembler a(kUserOnly);  // the per-entry bytes (16 values of 64 KiB, the 17th refused before its bytes)
+    for (int i = 0; i < 15; ++i) REQUIRE(feed(a, split_xattr(1, Xattr{"user.b" + std::to_string(i), std::string(kMaxXattrValue, 'b')})).ok());
+    refused(a, piece("user.last", kMaxXattrValue, 0, "b"), "bytes of xattrs on one entry");
+  }
+}
