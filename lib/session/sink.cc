@@ -47,6 +47,11 @@ static_assert(Preserve::kKnown == wire::kPreserveKnown, "OPEN carries fs/metadat
 /// honest source has about slots + 1 (17) files open, most with a few
 /// short xattrs.
 constexpr uint64_t kMaxXattrBuffered = 64u << 20;
+/// Directories' access ACLs (-A) held until fix_dirs sets them with the
+/// bits: an honest one is tens of bytes (a 1,000,000-directory tree with
+/// one named user each: 44 MB); past this a directory's is set when it is
+/// made (its contents are then created under the ACL's bits already).
+constexpr uint64_t kMaxDirAclsHeld = 64u << 20;
 
 class Sink {
  public:
@@ -714,11 +719,9 @@ class Sink {
       // With -p the directory is made writable for its contents; its own
       // bits, like its mtime, are set once everything in it is (fix_dirs).
       RCP_TRY(tree_.make_dir(f.rel, p.perms ? (f.mode | 0700) : f.mode, f.shown));
-      std::optional<Xattr> acl;  // the access ACL sets bits: with them, at fix_dirs
-      if (p.xattrs || p.acls) {
-        RCP_ASSIGN(acl, dir_xattrs(f));
-      }
-      if (p.perms || p.times || p.owner || p.group || acl) dirs_.push_back({f.rel, f.shown, f.meta, std::move(acl)});
+      DirFix fix{f.rel, f.shown, f.meta, {}};
+      if (p.xattrs || p.acls) RCP_TRY(dir_xattrs(f, fix.acl));  // (the access ACL sets bits: with them, at fix_dirs)
+      if (p.perms || p.times || p.owner || p.group || !fix.acl.empty()) dirs_.push_back(std::move(fix));
       return {};
     }
     if (f.link_to != 0 && f.link_to != f.id) {
@@ -766,8 +769,9 @@ class Sink {
   void fix_dirs() {
     for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
       auto fd = open_beneath(dest_.dir.get(), it->rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-      if (fd.ok() && it->acl) {  // (before the bits: chmod then sets the ACL's mask from them)
-        if (Status a = set_xattr(fd->get(), *it->acl); !a.ok()) xattr_failed(it->shown, a.error());
+      for (const Xattr& acl : it->acl) {  // (before the bits: chmod then sets the ACL's mask from them)
+        if (!fd.ok()) break;
+        if (Status a = set_xattr(fd->get(), acl); !a.ok()) xattr_failed(it->shown, a.error());
       }
       Status st = fd.ok() ? apply_fd_meta(fd->get(), it->meta, opt_.preserve,
                                           opt_.preserve.perms ? static_cast<int>(preserved_bits(it->meta.mode, true, running_as_root() && opt_.preserve.trusted_sender)) : -1, it->shown)
@@ -778,6 +782,7 @@ class Sink {
       }
     }
     dirs_.clear();
+    dir_acls_held_ = 0;
   }
 
   /// The first file of a hard-link group (-H): where it is, and the links waiting for it.
@@ -791,7 +796,7 @@ class Sink {
   struct DirFix {
     std::string rel, shown;
     EntryMeta meta;
-    std::optional<Xattr> acl;  // -A: its system.posix_acl_access
+    std::vector<Xattr> acl;  // -A: its system.posix_acl_access (none or one)
   };
 
   /// The entry that stood at the destination, opened to read or set its
@@ -844,19 +849,20 @@ class Sink {
   }
 
   /// A directory's xattrs, set when it is made (its contents inherit a
-  /// default ACL); the access ACL is returned to be set with its bits.
-  Result<std::optional<Xattr>> dir_xattrs(File& f) {
-    if (opt_.rules.dry_run) return std::optional<Xattr>{};
-    std::optional<Xattr> acl;
+  /// default ACL); the access ACL is left in `acl` to be set with its bits.
+  Status dir_xattrs(File& f, std::vector<Xattr>& acl) {
+    if (opt_.rules.dry_run) return {};
     std::vector<Xattr> now;
-    for (Xattr& x : f.xattrs) {
-      if (x.name == "system.posix_acl_access") acl = std::move(x);
-      else now.push_back(std::move(x));
-    }
+    for (Xattr& x : f.xattrs) (x.name == "system.posix_acl_access" ? acl : now).push_back(std::move(x));
     Fd fd = open_existing(f);
     if (!fd.valid()) return make_error(EIO, fmt::format("'{}': directory gone before its xattrs were set", f.shown));
+    if (!acl.empty() && dir_acls_held_ + acl[0].value.size() > kMaxDirAclsHeld) {
+      now.push_back(std::move(acl[0]));
+      acl.clear();
+    }
+    if (!acl.empty()) dir_acls_held_ += acl[0].value.size();
     std::vector<Xattr> keep = now;
-    if (acl) keep.push_back(*acl);  // (not removed here: set at fix_dirs)
+    keep.insert(keep.end(), acl.begin(), acl.end());  // (not removed here: set at fix_dirs)
     f.xattrs = std::move(now);
     Status st;
     for (const Xattr& x : f.xattrs)
@@ -867,7 +873,7 @@ class Sink {
       st = {};
     }
     if (!st.ok()) return make_error(st.error().code, fmt::format("{} on '{}'", st.error().context, f.shown));
-    return acl;
+    return {};
   }
 
   /// An xattr this file system does not keep: said once per session (-v
@@ -908,6 +914,7 @@ class Sink {
   bool done_sent_ = false;
   XattrScope xarrive_, xscope_;  // -X/-A: what may arrive, what this sink sets
   uint64_t xattr_buffered_ = 0;  // xattr bytes held for entries not yet committed
+  uint64_t dir_acls_held_ = 0;   // directories' access ACLs held for fix_dirs
   bool xattr_noted_ = false;     // a file system without xattrs was told once
   uint64_t progress_bytes_ = 0;
   WalkTotalsCheck totals_;
