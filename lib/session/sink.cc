@@ -820,6 +820,12 @@ class Sink {
   void xattrs_before(File& f) {
     if ((!opt_.preserve.xattrs && !opt_.preserve.acls) || !f.old.exists || f.old.type != f.type) return;
     if (f.type != S_IFREG && f.type != S_IFDIR) return;
+    // A file the rules keep is updated only when the quick check kept it
+    // (rsync: --ignore-existing and -u leave a kept file wholly alone).
+    const bool kept = opt_.rules.dry_run ? !f.dry_write : f.skip;  // (a dry run "skips" every file)
+    if (kept && f.type == S_IFREG &&
+        (opt_.rules.ignore_existing || f.old.size != f.size || f.old.mtime_ns != f.mtime_ns))
+      return;
     Fd fd = open_existing(f);
     if (!fd.valid()) return;
     auto old = read_xattrs(fd.get(), xscope_);

@@ -151,6 +151,15 @@ check "  ... -i lists the files whose xattrs changed with 'x' (.f........x)" \
   bash -c "grep -qx '.f........x xt/v1' '$work/items' && grep -qx '.f........x xt/many' '$work/items'"
 check "  ... and lists nothing else" test "$(grep -vc '^\.d' "$work/items")" = 2
 check "  ... the unchanged files' xattrs are updated" same xdump "$t" "$exp/X/xt"
+# -n lists the same, changes nothing; --ignore-existing leaves a kept file's xattrs alone (rsync)
+setfattr -n user.v -v again "$t/v1"
+rcp -aXin "$t" "$addr:data/X/" > "$work/items"; rc=$?
+check "push -aXin: lists the xattr change, sets nothing" \
+  bash -c "[ $rc = 0 ] && grep -qx '.f........x xt/v1' '$work/items' && [ \"\$(getfattr --absolute-names --only-values -n user.v '$exp/X/xt/v1')\" = changed ]"
+rcp -aXi --ignore-existing "$t" "$addr:data/X/" > "$work/items"; rc=$?
+check "push -aXi --ignore-existing: the kept file's xattrs stay, nothing listed" \
+  bash -c "[ $rc = 0 ] && ! grep -q 'xt/v1' '$work/items' && [ \"\$(getfattr --absolute-names --only-values -n user.v '$exp/X/xt/v1')\" = changed ]"
+setfattr -n user.v -v changed "$t/v1"
 setfacl -m u:nobody:r "$t/acl_file"
 touch -h -d "2001-02-03 04:05:06.123456789" "$t/acl_file"
 rcp -aAi "$t" "$addr:data/A/" > "$work/items"; rc=$?
