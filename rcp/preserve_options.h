@@ -1,5 +1,6 @@
 // rcp's metadata options, as rsync spells them: -a (-rlptgoD), -p, -t, -o,
-// -g, -l, -L, -D (--devices --specials), -H, --numeric-ids, -S, and --discard. They fill one
+// -g, -l, -L, -D (--devices --specials), -H, --numeric-ids, -S, --discard, -X
+// and -A (-a implies neither, as in rsync). They fill one
 // Preserve (fs/metadata.h), which travels in OPEN.
 #pragma once
 
@@ -29,6 +30,10 @@ inline void add_preserve_options(CLI::App& app, Preserve& p) {
   app.add_flag("--devices", p.devices, "copy block and character devices (created only by a root receiver)");
   app.add_flag("--specials", p.specials, "copy FIFOs and sockets");
   app.add_flag("-H,--hard-links", p.hard_links, "keep hard-link groups (within one copy)");
+  app.add_flag("-X,--xattrs", p.xattrs,
+               "keep extended attributes (user.*; trusted.* and security.* when the receiver is root and not rcpd)");
+  app.add_flag_callback(
+      "-A,--acls", [&p] { p.acls = p.perms = true; }, "keep POSIX ACLs (implies -p)");
   app.add_flag("--numeric-ids", p.numeric_ids, "owner and group by number, not mapped by name");
   app.add_flag("-S,--sparse", p.sparse,
                "leave holes unallocated at the destination (holes are never sent: SEEK_DATA/SEEK_HOLE)");

@@ -34,6 +34,7 @@ runtime_pkgs=(
     zsh
     bsdutils     # script(1): the cli suite runs rcp under a pseudo-terminal
     jq           # rcp-merge-reports (packaging/) and the shard suite
+    attr acl     # getfattr/setfattr, getfacl/setfacl: the xattr suite (-X/-A against rsync)
     parallel     # the shard suite runs packaging/examples/parallel-shards.sh
     python3-yaml # the Kubernetes example's manifest check (tests/integration/k8s_manifest_check.py)
     slurm-wlm munge  # tests/integration/shard_slurm.sh: a single-node Slurm job array on localhost

@@ -43,6 +43,25 @@ uint16_t item_changes(const OldEntry& old, unsigned type, uint64_t size, const E
   return c;
 }
 
+uint16_t xattr_changes(const std::vector<Xattr>& old, const std::vector<Xattr>& now) {
+  auto bit = [](const std::string& name) {
+    return name.rfind("system.posix_acl_", 0) == 0 ? kChangeAcl : kChangeXattr;
+  };
+  auto find = [](const std::vector<Xattr>& v, const std::string& name) -> const Xattr* {
+    for (const Xattr& x : v)
+      if (x.name == name) return &x;
+    return nullptr;
+  };
+  uint16_t c = 0;
+  for (const Xattr& x : now) {
+    const Xattr* o = find(old, x.name);
+    if (!o || o->value != x.value) c |= bit(x.name);
+  }
+  for (const Xattr& x : old)
+    if (!find(now, x.name)) c |= bit(x.name);
+  return c;
+}
+
 namespace {
 char type_char(unsigned type) {
   switch (type) {
@@ -68,9 +87,11 @@ std::string itemize_line(uint16_t changes, unsigned type, const std::string& nam
   if (changes & kChangeNew) {
     s.replace(2, 9, 9, '+');
   } else {
-    const char letters[] = "cstpog";
-    const uint16_t bits[] = {kChangeContent, kChangeSize, kChangeTime, kChangePerms, kChangeOwner, kChangeGroup};
-    for (int i = 0; i < 6; ++i)
+    // rsync's YXcstpoguax: 'u' (position 9) is the access time, never set here.
+    const char letters[] = "cstpog.ax";
+    const uint16_t bits[] = {kChangeContent, kChangeSize, kChangeTime, kChangePerms, kChangeOwner,
+                             kChangeGroup, 0, kChangeAcl, kChangeXattr};
+    for (int i = 0; i < 9; ++i)
       if (changes & bits[i]) s[2 + i] = letters[i];
   }
   return s + " " + name + (type == S_IFDIR && (name.empty() || name.back() != '/') ? "/" : "");

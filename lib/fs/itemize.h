@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fs/metadata.h"
+#include "fs/xattr.h"
 
 namespace rcp {
 
@@ -22,7 +23,9 @@ constexpr uint16_t kChangePerms = 1u << 5;     ///< 'p'
 constexpr uint16_t kChangeOwner = 1u << 6;     ///< 'o'
 constexpr uint16_t kChangeGroup = 1u << 7;     ///< 'g'
 constexpr uint16_t kChangeHardLink = 1u << 8;  ///< made as a hard link to an earlier file (-H): Y = 'h'
-constexpr uint16_t kChangeKnown = (1u << 9) - 1;
+constexpr uint16_t kChangeAcl = 1u << 9;       ///< 'a' (-A): the POSIX ACLs differ (system.posix_acl_*)
+constexpr uint16_t kChangeXattr = 1u << 10;    ///< 'x' (-X): other extended attributes differ
+constexpr uint16_t kChangeKnown = (1u << 11) - 1;
 
 /// The destination entry before the copy, as lstat saw it (exists = false: nothing there).
 struct OldEntry {
@@ -45,6 +48,12 @@ OldEntry old_entry_of(const struct stat& st);
 /// of its group. 0: nothing changes, no line is printed.
 uint16_t item_changes(const OldEntry& old, unsigned type, uint64_t size, const EntryMeta& in, const Preserve& p,
                       bool data, bool checksum, bool hard_link);
+
+/// -X/-A: the letters an entry's xattrs change, from what stood there
+/// (`old`) to what the source sent (`now`), both as read for one scope and
+/// in any order: kChangeAcl if a system.posix_acl_* name differs (added,
+/// removed or another value), kChangeXattr if any other does.
+uint16_t xattr_changes(const std::vector<Xattr>& old, const std::vector<Xattr>& now);
 
 /// rsync's line for an entry: "<f.st...... name" (sent: `sender` true; '>'
 /// received), "cd+++++++++ dir/", "hf+++++++++ link". Directories get a

@@ -17,7 +17,8 @@ uint32_t Preserve::bits() const {
   return (perms ? kPerms : 0) | (times ? kTimes : 0) | (owner ? kOwner : 0) | (group ? kGroup : 0) |
          (links ? kLinks : 0) | (copy_links ? kCopyLinks : 0) | (devices ? kDevices : 0) |
          (specials ? kSpecials : 0) | (hard_links ? kHardLinks : 0) | (sparse ? kSparse : 0) |
-         (numeric_ids ? kNumericIds : 0) | (discard ? kDiscard : 0);
+         (numeric_ids ? kNumericIds : 0) | (discard ? kDiscard : 0) |
+         (xattrs ? kXattrs : 0) | (acls ? kAcls : 0);
 }
 
 Preserve Preserve::from_bits(uint32_t b) {
@@ -34,6 +35,8 @@ Preserve Preserve::from_bits(uint32_t b) {
   p.sparse = b & kSparse;
   p.numeric_ids = b & kNumericIds;
   p.discard = b & kDiscard;
+  p.xattrs = b & kXattrs;
+  p.acls = b & kAcls;
   return p;
 }
 

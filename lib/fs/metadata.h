@@ -31,6 +31,8 @@ struct Preserve {
   /// PUNCH_HOLE, else BLKDISCARD) instead of written as zeros.
   bool discard = false;
   bool numeric_ids = false;  ///< --numeric-ids: uid/gid as numbers, names not mapped
+  bool xattrs = false;       ///< -X: extended attributes (fs/xattr_rules.h says which)
+  bool acls = false;         ///< -A: POSIX ACLs (as the system.posix_acl_* xattrs; implies -p)
   /// Not on the wire: may the sender make setuid/setgid files or devices
   /// here? rcp receiving a pull: yes (the user asked for them). rcpd
   /// receiving a push: never, even as root — a client must not plant a
@@ -40,8 +42,8 @@ struct Preserve {
   static constexpr uint32_t kPerms = 1u << 0, kTimes = 1u << 1, kOwner = 1u << 2, kGroup = 1u << 3,
                             kLinks = 1u << 4, kCopyLinks = 1u << 5, kDevices = 1u << 6, kSpecials = 1u << 7,
                             kHardLinks = 1u << 8, kSparse = 1u << 9, kNumericIds = 1u << 10,
-                            kDiscard = 1u << 11;
-  static constexpr uint32_t kKnown = (1u << 12) - 1;
+                            kDiscard = 1u << 11, kXattrs = 1u << 12, kAcls = 1u << 13;
+  static constexpr uint32_t kKnown = (1u << 14) - 1;
   uint32_t bits() const;
   static Preserve from_bits(uint32_t bits);  ///< unknown bits ignored (the decoder refuses them)
   /// -a: -rlptgoD (recursion is the caller's).

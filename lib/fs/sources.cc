@@ -194,12 +194,13 @@ std::vector<SourceOpener> drain(SourceStream& s) {
 namespace {
 
 /// A directory's entry (no data); `st` is its stat (mode, mtime, owner).
-SourceOpener dir_entry(std::string name, std::string shown, const struct stat& st) {
+SourceOpener dir_entry(std::string name, std::string shown, const struct stat& st, std::shared_ptr<Fd> dir) {
   EntryMeta m = meta_of(st);
   m.mode = S_IFDIR | (m.mode & 07777);
-  return [name = std::move(name), shown = std::move(shown), m]() -> Result<SourceFile> {
+  return [name = std::move(name), shown = std::move(shown), m, dir = std::move(dir)]() -> Result<SourceFile> {
     SourceFile f;
     f.is_dir = true;
+    f.dir = dir;
     f.meta = m;
     f.name = name;
     f.shown = shown;
@@ -306,8 +307,9 @@ class TreeWalk {
             sub = fd >= 0 ? Result<Fd>(Fd(fd)) : Result<Fd>(sys_error("'" + eshown + "'"));
           }
           if (!sub.ok()) return listed_entry_failed(make_error(sub.error().code, "'" + eshown + "'"));
-          if (Status e = enter(std::make_shared<Fd>(std::move(sub.value())), rel); !e.ok()) return failed_entry(e.error());
-          return dir_entry(std::move(name), std::move(eshown), st);
+          auto subdir = std::make_shared<Fd>(std::move(sub.value()));
+          if (Status e = enter(subdir, rel); !e.ok()) return failed_entry(e.error());
+          return dir_entry(std::move(name), std::move(eshown), st, std::move(subdir));
         }
       }
       {
@@ -448,7 +450,11 @@ Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::
   // "dir/" (rsync's rule) sends what is in dir, as "/" and "." do.
   if (name == "/" || name == "." || (!opt.name && path.size() > 1 && path.back() == '/')) name.clear();
   if (!opt.recursive && opt.dir_alone && !name.empty()) {
-    out.files = stream_of({dir_entry(name, shown, st)});
+    // (Opened for its xattrs, -X/-A; confined like the probe above.)
+    auto d = beneath ? open_beneath(dir_fd, path, O_RDONLY | O_DIRECTORY)
+                     : Result<Fd>(Fd(::openat(dir_fd, path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)));
+    auto dp = d.ok() && d->valid() ? std::make_shared<Fd>(std::move(d.value())) : nullptr;
+    out.files = stream_of({dir_entry(name, shown, st, std::move(dp))});
     out.tree = true;
     return out;
   }
@@ -465,8 +471,8 @@ Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::
   out.tree = true;
   out.contents = name.empty();
   auto walk = std::make_shared<TreeWalk>(name, shown, opt);
-  RCP_TRY(walk->enter(std::move(dir), ""));
-  auto top = name.empty() ? std::optional<SourceOpener>{} : std::optional<SourceOpener>{dir_entry(name, shown, st)};
+  RCP_TRY(walk->enter(dir, ""));
+  auto top = name.empty() ? std::optional<SourceOpener>{} : std::optional<SourceOpener>{dir_entry(name, shown, st, dir)};
   out.files = [walk, top = std::move(top)]() mutable -> std::optional<SourceOpener> {
     if (top) {
       auto t = std::move(top);

@@ -28,6 +28,7 @@ struct SourceFile {
   uint64_t size = 0;
   EntryMeta meta;       ///< type and permission bits, mtime, owner; a symlink's target, a device's number
   bool is_dir = false;  ///< a directory entry of a recursive copy (no data, no fd)
+  std::shared_ptr<Fd> dir;    ///< a directory entry: the directory, open (its xattrs, -X/-A); may be null
   uint64_t dev = 0, ino = 0;  ///< a regular file's identity, and its link count (-H)
   uint64_t nlink = 1;
   /// As many bytes allocated as the file is long: it has no holes, and the

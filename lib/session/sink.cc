@@ -18,6 +18,7 @@
 #include "fs/metadata.h"
 #include "fs/path.h"
 #include "fs/sparse.h"
+#include "fs/xattr.h"
 #include "hash/hash_pool.h"
 #include "io/direct.h"
 #include "io/ring.h"
@@ -28,6 +29,7 @@
 #include "session/plan.h"
 #include "session/pool.h"
 #include "session/walk_totals.h"
+#include "session/xattr_pieces.h"
 #include "util/log.h"
 #include "util/overloaded.h"
 #include "util/test_faults.h"
@@ -36,12 +38,31 @@ namespace rcp {
 namespace {
 
 static_assert(kChangeKnown == wire::kResultChangesKnown, "FILE_RESULT carries fs/itemize.h's bits");
+static_assert(Preserve::kKnown == wire::kPreserveKnown, "OPEN carries fs/metadata.h's Preserve bits");
+
+/// -X/-A: xattr bytes (names and values) a sink holds for entries begun and
+/// not yet committed. XattrTally bounds one entry to 1 MiB; a source may
+/// have kMaxFilesOpen (256) entries begun, so without this a lying one
+/// could make a sink hold 256 MiB. 64 entries of the largest size; an
+/// honest source has about slots + 1 (17) files open, most with a few
+/// short xattrs.
+constexpr uint64_t kMaxXattrBuffered = 64u << 20;
+/// Directories' access ACLs (-A) held until fix_dirs sets them with the
+/// bits: an honest one is tens of bytes (a 1,000,000-directory tree with
+/// one named user each: 44 MB); past this a directory's is set when it is
+/// made (its contents are then created under the ACL's bits already).
+constexpr uint64_t kMaxDirAclsHeld = 64u << 20;
 
 class Sink {
  public:
   Sink(Channel& ch, Ring& ring, Destination& dest, const SessionOptions& opt)
       : ch_(ch), t_(ch.transport()), ring_(ring), opt_(opt),
         pool_(t_, opt.blocks, opt.block_size), free_(opt.blocks), dest_(dest), tree_(dest, opt.preserve) {
+    // What a source may send (trusted.*/security.* too: a root source reads
+    // them) and what this sink sets: those only as root, and never from a
+    // pushing client (a file capability is as much a privilege as setuid).
+    xarrive_ = XattrScope{opt.preserve.xattrs, opt.preserve.acls, true};
+    xscope_ = XattrScope{opt.preserve.xattrs, opt.preserve.acls, running_as_root() && opt.preserve.trusted_sender};
     if (dest.prune && dest.is_dir && dest.dir.valid()) {
       PruneOptions po = *dest.prune;
       po.dry_run = opt.rules.dry_run;
@@ -84,6 +105,7 @@ class Sink {
                           [&](wire::FileSkipped& x) { return handle(x); },
                           [&](wire::WalkTotals& x) { return handle(x); },
                           [&](wire::Hole& x) { return handle(x); },
+                          [&](wire::XattrPiece& x) { return handle(x); },
                           [&](wire::ErrorMsg& e) -> Status { return make_error(e.err, t_.peer() + ": " + e.message); },
                           // What only a sink sends, or only comes before the session:
                           [&](wire::Open& x) { return unexpected(x); },
@@ -247,6 +269,10 @@ class Sink {
     bool failed = false;
     std::string error;
     wire::Digest expected;
+    std::unique_ptr<XattrAssembler> xa;  // -X/-A: its xattrs as their pieces arrive
+    std::vector<Xattr> xattrs;           // ... the complete ones this sink sets
+    uint64_t xattr_bytes = 0;            // their names and values (in xattr_buffered_)
+    uint16_t xattr_bits = 0;             // -i: kChangeAcl/kChangeXattr against what stood there
   };
   struct Pending {
     wire::ChunkReady c;
@@ -422,11 +448,40 @@ class Sink {
     return {};
   }
 
+  /// A piece of one of an entry's xattrs (-X/-A): put together, bounded
+  /// (session/xattr_pieces.h), and kept until the entry is committed when
+  /// this sink sets that name (a root source's trusted.* reaching a non-root
+  /// sink is dropped quietly, as rsync does).
+  Status handle(wire::XattrPiece& x) {
+    auto it = files_.find(x.file_id);
+    if (it == files_.end()) return proto_error(t_, fmt::format("XATTR for unknown file {}", x.file_id));
+    File& f = it->second;
+    if (f.end_seen) return proto_error(t_, fmt::format("XATTR after FILE_END of '{}'", f.shown));
+    if (!opt_.preserve.xattrs && !opt_.preserve.acls)
+      return proto_error(t_, fmt::format("XATTR for '{}' in a session without -X or -A", f.shown));
+    if (f.link_to != 0 && f.link_to != f.id)
+      return proto_error(t_, fmt::format("XATTR for the hard link '{}' (its group's first file carries them)", f.shown));
+    if (!f.xa) f.xa = std::make_unique<XattrAssembler>(xarrive_);
+    auto done = f.xa->add(x);
+    if (!done.ok()) return proto_error(t_, fmt::format("'{}': {}", f.shown, done.error().context));
+    if (!done->has_value() || !xattr_wanted((*done)->name, xscope_)) return {};
+    const uint64_t n = (*done)->name.size() + (*done)->value.size();
+    if (xattr_buffered_ + n > kMaxXattrBuffered)
+      return proto_error(t_, fmt::format("'{}': more than {} bytes of xattrs held for entries not yet complete",
+                                         f.shown, kMaxXattrBuffered));
+    xattr_buffered_ += n;
+    f.xattr_bytes += n;
+    f.xattrs.push_back(std::move(**done));
+    return {};
+  }
+
   Status handle(wire::FileEnd& fe) {
     auto it = files_.find(fe.file_id);
     if (it == files_.end() || it->second.end_seen) return proto_error(t_, "FILE_END for an unknown file");
     File& f = it->second;
     if (fe.size != f.size) return proto_error(t_, "FILE_END size differs from FILE_BEGIN");
+    if (f.xa && f.xa->in_progress())
+      return proto_error(t_, fmt::format("FILE_END of '{}' with its xattr '{}' incomplete", f.shown, f.xa->pending_name()));
     f.end_seen = true;
     --unended_;
     f.expected = fe.digest;
@@ -615,8 +670,10 @@ class Sink {
       }
     }
     const bool follower = f.link_to != 0 && f.link_to != f.id;
+    if (!f.failed && !follower) xattrs_before(f);
     // The destination's file stays as it is (a dry run: the rules skip it).
     bool kept = opt_.rules.dry_run ? (f.type == S_IFREG && !follower && !f.dry_write) : f.skip;
+    if (!f.failed && f.skip && !opt_.rules.dry_run && f.type == S_IFREG && !follower) update_kept_xattrs(f);
     if (!f.failed && !f.skip) {
       if (f.written != f.size || !f.ledger.complete()) {
         fail_file(f, fmt::format("'{}' incomplete: {} of {} bytes", f.shown, f.written, f.size));
@@ -657,7 +714,7 @@ class Sink {
       if (kept) ++stats_.files_skipped;
       r.skipped = kept ? 1 : 0;
       stats_.bytes += f.size;
-      if (!f.skip_device) r.changes = changes_of(f, !kept && f.type == S_IFREG && !follower, follower);
+      if (!f.skip_device) r.changes = changes_of(f, !kept && f.type == S_IFREG && !follower, follower) | f.xattr_bits;
       if (r.changes && opt_.on_item) opt_.on_item(f.name, f.type, r.changes, false);
     }
     // The rest of a skipped or failed file is done too: the progress line's
@@ -665,6 +722,7 @@ class Sink {
     progress_bytes_ += f.size - std::min(f.counted, f.size);
     if (opt_.on_progress) opt_.on_progress(progress_bytes_, stats_.files_ok + stats_.files_failed, {});
     const bool leader = f.link_to == id;
+    xattr_buffered_ -= f.xattr_bytes;
     files_.erase(id);
     RCP_TRY(ch_.send(r));
     if (auto lt = leaders_.find(id); leader && lt != leaders_.end()) {
@@ -695,7 +753,9 @@ class Sink {
       // With -p the directory is made writable for its contents; its own
       // bits, like its mtime, are set once everything in it is (fix_dirs).
       RCP_TRY(tree_.make_dir(f.rel, p.perms ? (f.mode | 0700) : f.mode, f.shown));
-      if (p.perms || p.times || p.owner || p.group) dirs_.push_back({f.rel, f.shown, f.meta});
+      DirFix fix{f.rel, f.shown, f.meta, {}};
+      if (p.xattrs || p.acls) RCP_TRY(dir_xattrs(f, fix.acl));  // (the access ACL sets bits: with them, at fix_dirs)
+      if (p.perms || p.times || p.owner || p.group || !fix.acl.empty()) dirs_.push_back(std::move(fix));
       return {};
     }
     if (f.link_to != 0 && f.link_to != f.id) {
@@ -718,6 +778,9 @@ class Sink {
     // Owner first (chown clears setuid), then commit() sets the bits; the
     // mtime is set last of all writes, before the rename.
     RCP_TRY(apply_fd_meta(f.tmp.fd(), f.meta, p, -1, f.shown));
+    // xattrs after the owner (a chown clears security.capability), before
+    // the bits (which set an ACL's mask as the source's group bits are).
+    if ((p.xattrs || p.acls) && !f.tmp.is_device()) RCP_TRY(set_xattrs(f, f.tmp.fd()));
     // (written == size and the ledger is complete, so the temp file holds
     // exactly the file: commit() need not truncate.)
     return f.tmp.commit(f.mode, opt_.fsync, p.perms);
@@ -730,6 +793,7 @@ class Sink {
     const Preserve& p = opt_.preserve;
     const int bits =
         p.perms ? static_cast<int>(preserved_bits(f.meta.mode, false, running_as_root() && p.trusted_sender)) : -1;
+    if (p.xattrs || p.acls) (void)set_xattrs(f, f.basis.get());
     if (p.perms || p.owner || p.group) (void)apply_fd_meta(f.basis.get(), f.meta, p, bits, f.shown);
     (void)set_mtime_ns(f.basis.get(), f.mtime_ns);
   }
@@ -739,6 +803,10 @@ class Sink {
   void fix_dirs() {
     for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
       auto fd = open_beneath(dest_.dir.get(), it->rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+      for (const Xattr& acl : it->acl) {  // (before the bits: chmod then sets the ACL's mask from them)
+        if (!fd.ok()) break;
+        if (Status a = set_xattr(fd->get(), acl); !a.ok()) xattr_failed(it->shown, a.error());
+      }
       Status st = fd.ok() ? apply_fd_meta(fd->get(), it->meta, opt_.preserve,
                                           opt_.preserve.perms ? static_cast<int>(preserved_bits(it->meta.mode, true, running_as_root() && opt_.preserve.trusted_sender)) : -1, it->shown)
                           : Status(fd.error());
@@ -748,6 +816,7 @@ class Sink {
       }
     }
     dirs_.clear();
+    dir_acls_held_ = 0;
   }
 
   /// The first file of a hard-link group (-H): where it is, and the links waiting for it.
@@ -761,7 +830,99 @@ class Sink {
   struct DirFix {
     std::string rel, shown;
     EntryMeta meta;
+    std::vector<Xattr> acl;  // -A: its system.posix_acl_access (none or one)
   };
+
+  /// The entry that stood at the destination, opened to read or set its
+  /// xattrs: a regular file (never through a symlink: O_NOFOLLOW) or a
+  /// directory beneath the destination. Invalid when there is none.
+  Fd open_existing(const File& f) const {
+    if (f.is_dir) {
+      if (!dest_.dir.valid()) return {};
+      auto d = open_beneath(dest_.dir.get(), f.rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+      return d.ok() ? std::move(d.value()) : Fd{};
+    }
+    if (f.dir_fd < 0 || f.type != S_IFREG) return {};
+    Fd fd(::openat(f.dir_fd, f.leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    struct stat st;
+    if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+    return fd;
+  }
+
+  /// -i: which of the 'a' and 'x' letters the entry's xattrs change in what
+  /// stands at the destination (a new entry is "+++++++++" anyway).
+  void xattrs_before(File& f) {
+    if ((!opt_.preserve.xattrs && !opt_.preserve.acls) || !f.old.exists || f.old.type != f.type) return;
+    if (f.type != S_IFREG && f.type != S_IFDIR) return;
+    // A file the rules keep is updated only when the quick check kept it
+    // (rsync: --ignore-existing and -u leave a kept file wholly alone).
+    const bool kept = opt_.rules.dry_run ? !f.dry_write : f.skip;  // (a dry run "skips" every file)
+    if (kept && f.type == S_IFREG &&
+        (opt_.rules.ignore_existing || f.old.size != f.size || f.old.mtime_ns != f.mtime_ns))
+      return;
+    Fd fd = open_existing(f);
+    if (!fd.valid()) return;
+    auto old = read_xattrs(fd.get(), xscope_);
+    f.xattr_bits = old.ok() ? xattr_changes(*old, f.xattrs) : 0;
+  }
+
+  /// A file the update rules keep (quick check): its xattrs are brought to
+  /// the source's all the same, as rsync -X does. A failure fails the file.
+  void update_kept_xattrs(File& f) {
+    if (f.xattr_bits == 0) return;
+    Fd fd = open_existing(f);
+    if (!fd.valid()) return;
+    if (Status st = set_xattrs(f, fd.get()); !st.ok()) fail_file(f, st.error().message());
+  }
+
+  /// Sets f's xattrs on fd and removes the others this copy carries, so the
+  /// entry ends with exactly the source's. A file system without xattrs (of
+  /// a namespace) is told once per session and passed over, as rsync does.
+  Status set_xattrs(File& f, int fd) {
+    Status st = apply_xattrs(fd, f.xattrs, xscope_);
+    if (!st.ok() && xattrs_unsupported(st.error().code)) {
+      xattr_failed(f.shown, st.error());
+      return {};
+    }
+    if (!st.ok()) return make_error(st.error().code, fmt::format("{} on '{}'", st.error().context, f.shown));
+    return {};
+  }
+
+  /// A directory's xattrs, set when it is made (its contents inherit a
+  /// default ACL); the access ACL is left in `acl` to be set with its bits.
+  Status dir_xattrs(File& f, std::vector<Xattr>& acl) {
+    if (opt_.rules.dry_run) return {};
+    std::vector<Xattr> now;
+    for (Xattr& x : f.xattrs) (x.name == "system.posix_acl_access" ? acl : now).push_back(std::move(x));
+    Fd fd = open_existing(f);
+    if (!fd.valid()) return make_error(EIO, fmt::format("'{}': directory gone before its xattrs were set", f.shown));
+    if (!acl.empty() && dir_acls_held_ + acl[0].value.size() > kMaxDirAclsHeld) {
+      now.push_back(std::move(acl[0]));
+      acl.clear();
+    }
+    if (!acl.empty()) dir_acls_held_ += acl[0].value.size();
+    std::vector<Xattr> keep = now;
+    keep.insert(keep.end(), acl.begin(), acl.end());  // (not removed here: set at fix_dirs)
+    f.xattrs = std::move(now);
+    Status st;
+    for (const Xattr& x : f.xattrs)
+      if (st.ok()) st = set_xattr(fd.get(), x);
+    if (st.ok()) st = remove_other_xattrs(fd.get(), keep, xscope_);
+    if (!st.ok() && xattrs_unsupported(st.error().code)) {
+      xattr_failed(f.shown, st.error());
+      st = {};
+    }
+    if (!st.ok()) return make_error(st.error().code, fmt::format("{} on '{}'", st.error().context, f.shown));
+    return {};
+  }
+
+  /// An xattr this file system does not keep: said once per session (-v
+  /// shows each), the copy goes on without it.
+  void xattr_failed(const std::string& shown, const Error& e) {
+    if (!xattr_noted_) log_warning("'{}': {}: xattrs this file system does not keep are not copied", shown, e.message());
+    else log_info("'{}': {}", shown, e.message());
+    xattr_noted_ = true;
+  }
 
   Channel& ch_;
   Transport& t_;
@@ -791,6 +952,10 @@ class Sink {
   bool finish_seen_ = false;
   bool direct_noted_ = false;  // the O_DIRECT fallback was logged (once per session)
   bool done_sent_ = false;
+  XattrScope xarrive_, xscope_;  // -X/-A: what may arrive, what this sink sets
+  uint64_t xattr_buffered_ = 0;  // xattr bytes held for entries not yet committed
+  uint64_t dir_acls_held_ = 0;   // directories' access ACLs held for fix_dirs
+  bool xattr_noted_ = false;     // a file system without xattrs was told once
   uint64_t progress_bytes_ = 0;
   WalkTotalsCheck totals_;
   Pacer pacer_{opt_};

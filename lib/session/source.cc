@@ -23,6 +23,7 @@
 #include "session/plan.h"
 #include "session/pool.h"
 #include "session/walk_totals.h"
+#include "session/xattr_pieces.h"
 #include "util/log.h"
 #include "util/overloaded.h"
 #include "util/test_faults.h"
@@ -77,6 +78,7 @@ class Source {
                           [&](wire::ModuleList& x) { return unexpected(x); },
                           [&](wire::WalkTotals& x) { return unexpected(x); },
                           [&](wire::Hole& x) { return unexpected(x); },
+                          [&](wire::XattrPiece& x) { return unexpected(x); },
                       },
                       m);
   }
@@ -363,6 +365,21 @@ class Source {
       started = true;
       return ch_.send(wire::FileSkipped{ENAMETOOLONG, why});
     }
+    // -X/-A: read before anything is sent, so an entry whose xattrs cannot
+    // be read (or exceed what a sink accepts: E2BIG) fails as a whole.
+    std::vector<Xattr> xattrs;
+    if (opt_.preserve.xattrs || opt_.preserve.acls) {
+      auto x = source_xattrs(*sf);
+      if (!x.ok()) {
+        ++stats_.files_failed;
+        tally_.begun(0);
+        const std::string why = fmt::format("'{}': {}", sf->shown, x.error().message());
+        stats_.note_error(why);
+        started = true;
+        return ch_.send(wire::FileSkipped{x.error().code, why});
+      }
+      xattrs = std::move(x.value());
+    }
     const uint32_t id = next_id_++;
     fb.file_id = id;
     if (opt_.preserve.hard_links && !sf->is_dir && (sf->meta.mode & S_IFMT) == S_IFREG && sf->nlink > 1)
@@ -385,12 +402,29 @@ class Source {
       }
     }
     RCP_TRY(ch_.send(fb));
+    // A hard link's xattrs are its group's first file's (the same inode).
+    if (fb.link_to == 0 || fb.link_to == id)
+      for (const Xattr& x : xattrs)
+        for (const wire::XattrPiece& p : split_xattr(id, x)) RCP_TRY(ch_.send(p));
     tally_.begun(sf->size);
     files_.emplace(id, std::move(f));
     ++unended_;
     cur_ = id;
     started = true;
     return {};
+  }
+
+  /// -X/-A: the xattrs of a regular file (through its fd) or a directory
+  /// (through the directory the walk opened). trusted.*/security.* are read
+  /// when this side runs as root; the sink sets what its own rules allow.
+  /// Symlinks and special files carry none: Linux allows no user.* xattr on
+  /// them and no ACL on a symlink (rsync sends a root's security.* ones;
+  /// rcp does not read them, see the man page).
+  Result<std::vector<Xattr>> source_xattrs(const SourceFile& sf) const {
+    const XattrScope scope{opt_.preserve.xattrs, opt_.preserve.acls, running_as_root()};
+    const int fd = sf.is_dir ? (sf.dir ? sf.dir->get() : -1) : sf.fd.get();
+    if (fd < 0) return std::vector<Xattr>{};
+    return read_xattrs(fd, scope);
   }
 
   /// The FILE_BEGIN announcing sf (file_id left 0): its type (a directory

@@ -173,6 +173,17 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                    w.str(d.name.substr(0, kMaxPath));
                    w.u8(d.is_dir);
                  },
+                 [&](const XattrPiece& x) {
+                   if (x.name.empty() || x.name.size() > kMaxXattrNameLen || x.name.find('\0') != std::string::npos ||
+                       x.data.size() > kMaxXattrPiece || x.total > kMaxXattrValueLen ||
+                       uint64_t{x.offset} + x.data.size() > x.total || (x.data.empty() && x.total != 0))
+                     st = proto("XATTR name, value size or piece out of range");
+                   w.u32(x.file_id);
+                   w.str(x.name.substr(0, kMaxXattrNameLen));
+                   w.u32(x.total);
+                   w.u32(x.offset);
+                   w.str(std::string_view(x.data).substr(0, kMaxXattrPiece));
+                 },
                  [&](const WalkTotals& t) {
                    if (t.files > kMaxWalkFiles || t.final > 1) st = proto("WALK_TOTALS out of range");
                    w.u64(t.files);
@@ -349,6 +360,22 @@ Status read_body(Reader& r, EntryDeleted& d) {
   if (r.ok() && (d.name.empty() || d.name.find('\0') != std::string::npos))
     return proto("ENTRY_DELETED with an empty name or a NUL in it");
   if (r.ok() && d.is_dir > 1) return proto("ENTRY_DELETED with is_dir not 0 or 1");
+  return {};
+}
+
+Status read_body(Reader& r, XattrPiece& x) {
+  x.file_id = r.u32();
+  x.name = r.str(kMaxXattrNameLen);  // (longer: the reader fails, "truncated")
+  x.total = r.u32();
+  x.offset = r.u32();
+  x.data = r.str(kMaxXattrPiece);
+  if (!r.ok()) return {};
+  if (x.name.empty() || x.name.find('\0') != std::string::npos) return proto("XATTR with an empty name or a NUL in it");
+  if (x.total > kMaxXattrValueLen)
+    return proto(fmt::format("XATTR '{}' of {} bytes (at most {})", x.name, x.total, kMaxXattrValueLen));
+  if (uint64_t{x.offset} + x.data.size() > x.total)
+    return proto(fmt::format("XATTR '{}' piece [{}, +{}) outside its {} bytes", x.name, x.offset, x.data.size(), x.total));
+  if (x.data.empty() && x.total != 0) return proto(fmt::format("XATTR '{}': an empty piece of a {}-byte value", x.name, x.total));
   return {};
 }
 

@@ -32,7 +32,9 @@ constexpr uint32_t kMagic = 0x52435030;  // "RCP0"
 /// 8: OPEN's dry-run flag (-n); FILE_RESULT carries the changes made
 ///    (-i, fs/itemize.h); ENTRY_DELETED (sink → source: --delete's removals).
 /// 9: FILE_SKIPPED says whether the entry vanished (exit 24).
-constexpr uint16_t kVersion = 9;
+/// 10: XATTR (-X/-A: an entry's extended attributes, in pieces); OPEN's
+///     preserve carries -X and -A; FILE_RESULT's changes the 'a' and 'x' letters.
+constexpr uint16_t kVersion = 10;
 /// The version this process speaks: kVersion, unless the test-only fault
 /// switch RCP_TEST_FAULT=protocol-version=N makes it pretend to be another
 /// release (so the suite can prove a mismatch is refused with a clear error).
@@ -74,6 +76,7 @@ enum class MsgType : uint16_t {
   walk_totals = 14,
   hole = 15,
   entry_deleted = 16,
+  xattr = 17,
 };
 
 /// list: OPEN's path is empty; the daemon answers with MODULE_LIST (no OPEN_OK).
@@ -110,7 +113,7 @@ struct Open {
   /// kPreserveKnown is refused by the decoder.
   uint32_t preserve = 0;
 };
-constexpr uint32_t kPreserveKnown = (1u << 12) - 1;
+constexpr uint32_t kPreserveKnown = (1u << 14) - 1;
 constexpr uint16_t kOpenMulti = 1;
 constexpr uint16_t kOpenFsync = 2;
 constexpr uint16_t kOpenRecursive = 4;  // get: a directory source is sent with everything below it
@@ -227,7 +230,7 @@ struct FileResult {
   /// bit outside kResultChangesKnown is refused by the decoder.
   uint16_t changes = 0;
 };
-constexpr uint16_t kResultChangesKnown = (1u << 9) - 1;
+constexpr uint16_t kResultChangesKnown = (1u << 11) - 1;
 
 /// Source → sink: no more files.
 struct Finish {};
@@ -326,6 +329,32 @@ struct EntryDeleted {
   uint8_t is_dir = 0;  ///< 0 or 1
 };
 
+/// Source → sink (-X/-A), between an entry's FILE_BEGIN and its FILE_END:
+/// a piece of one of the entry's extended attributes (an ACL is the xattr
+/// system.posix_acl_access or _default, carried verbatim). A value may be
+/// 64 KiB and a control message is at most kMaxMessage (4 KiB), so a value
+/// travels in pieces of at most kMaxXattrPiece bytes, in order: the first at
+/// offset 0, each next one where the one before ended, all with the same
+/// name and total; the value is complete when offset + data.size() == total
+/// (a 0-byte value is one empty piece). The decoder holds each piece to
+/// Linux's bounds (name 1 to XATTR_NAME_MAX bytes without NUL, total at most
+/// XATTR_SIZE_MAX, the piece inside its value); the sink holds an entry's
+/// xattrs to fs/xattr_rules.h's XattrTally (count, bytes, no repeat, only
+/// the names asked for) and the pieces to their order.
+struct XattrPiece {
+  uint32_t file_id = 0;
+  std::string name;
+  uint32_t total = 0;   ///< the value's length, bytes
+  uint32_t offset = 0;  ///< where in the value this piece goes
+  std::string data;     ///< at most kMaxXattrPiece bytes; empty only when total is 0
+};
+/// Linux's XATTR_NAME_MAX and XATTR_SIZE_MAX (fs/xattr_rules.h has the same).
+constexpr size_t kMaxXattrNameLen = 255;
+constexpr uint32_t kMaxXattrValueLen = 65536;
+/// Bytes of a value per XATTR: with a name of 255 bytes the message is 3,355
+/// bytes, inside kMaxMessage less an authenticated session's 64-byte MAC.
+constexpr size_t kMaxXattrPiece = 3072;
+
 /// Every control message. The order is the wire: alternative i travels as
 /// MsgType i + 1 (checked below), and decode() picks the alternative by that
 /// index, so there is no switch to forget a case in.
@@ -344,7 +373,7 @@ struct EntryDeleted {
 ///     truncates every message.
 using Message = std::variant<Open, OpenOk, FileBegin, ChunkReady, ChunkDone, FileEnd, FileResult,
                              Finish, Done, ErrorMsg, FileSkipped, ModuleList, StopFile, WalkTotals, Hole,
-                             EntryDeleted>;
+                             EntryDeleted, XattrPiece>;
 
 /// The wire type and the name (for logs and errors) of each message. No
 /// primary definition: a message without an entry does not compile.
@@ -373,6 +402,7 @@ RCP_WIRE_MSG(StopFile, stop_file, "STOP_FILE");
 RCP_WIRE_MSG(WalkTotals, walk_totals, "WALK_TOTALS");
 RCP_WIRE_MSG(Hole, hole, "HOLE");
 RCP_WIRE_MSG(EntryDeleted, entry_deleted, "ENTRY_DELETED");
+RCP_WIRE_MSG(XattrPiece, xattr, "XATTR");
 #undef RCP_WIRE_MSG
 
 /// Messages in the protocol: MsgType values 1 .. kMessageTypes.

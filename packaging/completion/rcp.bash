@@ -25,7 +25,7 @@ _rcp_options() {
       --exclude --include --exclude-from --include-from --files-from --shard -0 --from0 --delete --delete-after \
       -n --dry-run -i --itemize-changes --bwlimit --timeout --contimeout \
       -a --archive -p --perms -t --times -o --owner -g --group -l --links -L --copy-links -D --devices --specials \
-      -H --hard-links --numeric-ids -S --sparse --discard
+      -H --hard-links --numeric-ids -S --sparse --discard -X --xattrs -A --acls
   fi
 }
 

@@ -98,3 +98,24 @@ TEST_CASE("itemize: deletions") {
   CHECK(itemize_deleted("a/b", false) == "*deleting   a/b");
   CHECK(itemize_deleted("a/d", true) == "*deleting   a/d/");
 }
+
+TEST_CASE("itemize: -X/-A changes are rsync's 'a' (position 10) and 'x' (position 11)") {
+  CHECK(itemize_line(kChangeXattr, S_IFREG, "f", false) == ".f........x f");
+  CHECK(itemize_line(kChangeAcl, S_IFDIR, "d", false) == ".d.......a. d/");
+  CHECK(itemize_line(kChangeData | kChangeTime | kChangeAcl | kChangeXattr, S_IFREG, "f", true) == "<f..t....ax f");
+  CHECK(itemize_line(kChangeNew | kChangeData | kChangeXattr, S_IFREG, "f", false) == ">f+++++++++ f");
+  CHECK(kChangeKnown == ((kChangeXattr << 1) - 1));
+}
+
+TEST_CASE("itemize: which xattrs differ (names in any order, ACLs apart)") {
+  const std::vector<Xattr> a{{"user.a", "1"}, {"user.b", ""}, {"system.posix_acl_access", "acl"}};
+  CHECK(xattr_changes(a, a) == 0);
+  CHECK(xattr_changes(a, {a[2], a[0], a[1]}) == 0);
+  CHECK(xattr_changes({}, {}) == 0);
+  CHECK(xattr_changes(a, {{"user.a", "2"}, a[1], a[2]}) == kChangeXattr);  // another value
+  CHECK(xattr_changes(a, {a[0], a[2]}) == kChangeXattr);                   // one removed
+  CHECK(xattr_changes({a[0]}, {a[0], a[1]}) == kChangeXattr);              // one added (empty value)
+  CHECK(xattr_changes(a, {a[0], a[1]}) == kChangeAcl);                     // the ACL removed
+  CHECK(xattr_changes(a, {a[0], a[1], {"system.posix_acl_access", "other"}}) == kChangeAcl);
+  CHECK(xattr_changes({}, {{"system.posix_acl_default", "d"}, {"user.x", ""}}) == (kChangeAcl | kChangeXattr));
+}

@@ -56,6 +56,9 @@ bool eq(const StopFile& a, const StopFile& b) { return a.file_id == b.file_id; }
 bool eq(const Hole& a, const Hole& b) { return a.file_id == b.file_id && a.offset == b.offset && a.length == b.length; }
 bool eq(const WalkTotals& a, const WalkTotals& b) { return a.files == b.files && a.bytes == b.bytes && a.final == b.final; }
 bool eq(const Finish&, const Finish&) { return true; }
+bool eq(const XattrPiece& a, const XattrPiece& b) {
+  return a.file_id == b.file_id && a.name == b.name && a.total == b.total && a.offset == b.offset && a.data == b.data;
+}
 bool eq(const Done& a, const Done& b) {
   return a.files_ok == b.files_ok && a.files_failed == b.files_failed && a.files_deleted == b.files_deleted;
 }
@@ -155,6 +158,11 @@ std::vector<Message> samples() {
   v.push_back(EntryDeleted{"dir/" + kUtf8 + "/sub", 1});
   v.push_back(EntryDeleted{std::string(kMaxPath, 'd'), 1});
   v.push_back(Open{Op::put, Checksum::xxh128, kOpenDryRun | kOpenDelete, "m/d"});
+  v.push_back(XattrPiece{1, "user.a", 0, 0, ""});
+  v.push_back(XattrPiece{7, "user." + kUtf8, 5, 0, "v\0a\xff!"});
+  v.push_back(XattrPiece{0xFFFFFFFF, std::string(kMaxXattrNameLen, 'n'), kMaxXattrValueLen,
+                         kMaxXattrValueLen - static_cast<uint32_t>(kMaxXattrPiece), std::string(kMaxXattrPiece, 'x')});
+  v.push_back(XattrPiece{3, "system.posix_acl_default", 8000, 3072, std::string(kMaxXattrPiece, '\1')});
   return v;
 }
 
@@ -752,6 +760,39 @@ TEST_CASE("HOLE: never empty, never past 2^64 (whether it fits the file is the s
   Bytes out;
   CHECK_FALSE(encode(Hole{1, 5, 0}, out).ok());
   CHECK_FALSE(encode(Hole{1, 5, UINT64_MAX}, out).ok());
+  CHECK(out.empty());
+}
+
+TEST_CASE("XATTR: a name of 1 to 255 bytes without NUL, a value of at most 64 KiB, the piece inside it") {
+  const auto payload = [](const std::string& name, uint32_t total, uint32_t offset, const std::string& data) {
+    Bytes p;
+    Writer w(p);
+    w.u32(4);
+    w.str(name);
+    w.u32(total);
+    w.u32(offset);
+    w.str(data);
+    return p;
+  };
+  const uint16_t t = static_cast<uint16_t>(MsgType::xattr);
+  CHECK(decode(frame(t, payload("user.x", 0, 0, ""))).ok());
+  CHECK(decode(frame(t, payload(std::string(255, 'n'), 65536, 65536 - 3072, std::string(3072, 'v')))).ok());
+  CHECK(decode(frame(t, payload("user.x", 10, 4, "abcdef"))).ok());  // the last piece of a value
+  expect_proto_error(frame(t, payload("", 0, 0, "")), "empty name");
+  expect_proto_error(frame(t, payload(std::string("user.\0x", 7), 1, 0, "v")), "NUL");
+  expect_proto_error(frame(t, payload(std::string(256, 'n'), 1, 0, "v")), "truncated");  // XATTR_NAME_MAX
+  expect_proto_error(frame(t, payload("user.x", 65537, 0, "v")), "at most 65536");      // XATTR_SIZE_MAX
+  expect_proto_error(frame(t, payload("user.x", 65536, 0, std::string(3073, 'v'))), "truncated");  // piece size
+  expect_proto_error(frame(t, payload("user.x", 10, 5, "abcdef")), "outside its 10 bytes");
+  expect_proto_error(frame(t, payload("user.x", 10, 0xFFFFFFFF, "ab")), "outside");  // no u32 wrap
+  expect_proto_error(frame(t, payload("user.x", 3, 0, "")), "empty piece");
+  Bytes out;
+  CHECK_FALSE(encode(XattrPiece{1, "", 0, 0, ""}, out).ok());
+  CHECK_FALSE(encode(XattrPiece{1, std::string(256, 'n'), 0, 0, ""}, out).ok());
+  CHECK_FALSE(encode(XattrPiece{1, "user.x", 65537, 0, "a"}, out).ok());
+  CHECK_FALSE(encode(XattrPiece{1, "user.x", 4000, 0, std::string(3073, 'v')}, out).ok());
+  CHECK_FALSE(encode(XattrPiece{1, "user.x", 2, 1, "ab"}, out).ok());
+  CHECK_FALSE(encode(XattrPiece{1, "user.x", 2, 0, ""}, out).ok());
   CHECK(out.empty());
 }
 
