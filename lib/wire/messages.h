@@ -32,7 +32,9 @@ constexpr uint32_t kMagic = 0x52435030;  // "RCP0"
 /// 8: OPEN's dry-run flag (-n); FILE_RESULT carries the changes made
 ///    (-i, fs/itemize.h); ENTRY_DELETED (sink → source: --delete's removals).
 /// 9: FILE_SKIPPED says whether the entry vanished (exit 24).
-constexpr uint16_t kVersion = 9;
+/// 10: multi-rail RDMA sessions (wire/rails.h): the daemon's accept may list
+///     its other rails' addresses, a join may name a rail, RAIL_KEYS.
+constexpr uint16_t kVersion = 10;
 /// The version this process speaks: kVersion, unless the test-only fault
 /// switch RCP_TEST_FAULT=protocol-version=N makes it pretend to be another
 /// release (so the suite can prove a mismatch is refused with a clear error).
