@@ -42,7 +42,10 @@ cleanup() {
 }
 trap cleanup EXIT
 # rcpd listens on every address (the rails arrive at 10.78.0.2), over verbs only.
-"$RCPD" --listen "*:$port" --transport rdma --export d="$work/exp" -vv > "$work/d.log" 2>&1 &
+# In the guest both "hosts" share one network namespace, so rcpd would see the client's devices
+# as its own: --rails gives it its side's two (as on a host of its own).
+"$RCPD" --listen "*:$port" --transport rdma --rails "${RXE_DEV_B:-rxe1},${RXE_DEV_D:-rxe3}" \
+  --export d="$work/exp" -vv > "$work/d.log" 2>&1 &
 dpid=$!
 for _ in $(seq 100); do grep -q "rcpd: ready" "$work/d.log" && break; sleep 0.05; done
 head -c $((48 << 20)) /dev/urandom > "$work/exp/big"
@@ -67,12 +70,30 @@ check "push of 48 MiB with --rails auto: exit 0, byte-identical, rcpd read over 
   sh -c "[ $rc = 0 ] && cmp -s '$work/src' '$work/exp/pushed' &&
          grep -q 'rail ${RXE_DEV_B:-rxe1} to .*: [1-9][0-9]* bytes read' '$work/d.log' &&
          grep -q 'rail ${RXE_DEV_D:-rxe3} to .*: [1-9][0-9]* bytes read' '$work/d.log'"
+check "the pull used exactly two rails (rcpd offers its side's two devices)" \
+  sh -c "python3 -c 'import json,sys; sys.exit(len(json.load(open(sys.argv[1]))[\"rails\"]) != 2)' '$work/pull.json'"
 # --- --rails naming devices: only those
 rcp --rails "${RXE_DEV_A:-rxe0}" --json "$addr:d/big" "$work/out/one" > "$work/one.json" 2> "$work/err"; rc=$?
 check "--rails ${RXE_DEV_A:-rxe0} alone: one rail, byte-identical (exit $rc)" \
   sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/one' && grep -q '\"rails\":\[\]' '$work/one.json'"
 rcp --rails nosuchdev "$addr:d/big" "$work/out/none" 2> "$work/err"; rc=$?
 check "--rails with a device this host lacks is refused (exit $rc)" sh -c "[ $rc != 0 ] && grep -q nosuchdev '$work/err'"
+# --- a lying client: a rail join naming a rail rcpd did not announce, or another rail than the
+# device it arrived on, is refused (the copy goes on over the rails that joined)
+RCP_TEST_FAULT=rdma-rail-index=3 rcp --rails auto --json "$addr:d/big" "$work/out/lie" > "$work/lie.json" 2> "$work/err"; rc=$?
+sleep 0.3
+check "a rail join naming rail 3 of the 1 announced is refused; the copy completes (exit $rc)" \
+  sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/lie' && grep -q 'names rail 3 of the 1 announced' '$work/d.log'"
+# A second daemon offering every device (3 rails: rxe0, rxe2, rxe3 in the one namespace): the
+# client's join for the second address, reached over rxe2, names rail 1 (rxe0's).
+"$RCPD" --listen "*:$((port + 1))" --transport rdma --export d="$work/exp" -vv > "$work/d2.log" 2>&1 &
+d2=$!
+for _ in $(seq 100); do grep -q "rcpd: ready" "$work/d2.log" && break; sleep 0.05; done
+RCP_TEST_FAULT=rdma-rail-index=1 timeout 300 "$RCP" --transport rdma -P "$((port + 1))" --rails auto \
+  "$addr:d/big" "$work/out/lie2" 2> "$work/err"; rc=$?
+kill -TERM "$d2"; wait "$d2" 2>/dev/null
+check "a rail join that arrived on another device than the rail it names is refused (exit $rc)" \
+  sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/lie2' && grep -q 'a join for rail 2 (.*) arrived on' '$work/d2.log'"
 # --- failover: the second link goes down in the middle of a slowed pull
 rcp --rails auto --bwlimit 8M --json "$addr:d/big" "$work/out/fo" > "$work/fo.json" 2> "$work/err" &
 cp_pid=$!

@@ -9,6 +9,7 @@
 #include "transport/rdma/cm.h"
 #include "transport/rdma/wr_id.h"
 #include "util/log.h"
+#include "util/test_faults.h"
 
 namespace rcp::rdma {
 namespace {
@@ -144,6 +145,10 @@ Status Connection::join_rail(sockaddr_storage& dst, uint64_t token, uint32_t rai
   s.cq = R.cq.get();
   s.caps = R.caps;
   s.rail = R.index;
+  // Test-only fault switch: name another rail than the one joined, so the
+  // suite can prove rcpd refuses an index it did not announce and a join
+  // that arrived on another device than the rail it names.
+  if (test_faults().rdma_rail_index > 0) s.rail = static_cast<uint8_t>(test_faults().rdma_rail_index);
   RCP_ASSIGN(Joined j, join_session(dst, s, token, qp, 0, timeout_ms, where));
   lanes_.add(std::move(j.id), j.rd_atomic, true, rail);
   return {};
@@ -426,7 +431,7 @@ void Connection::handle_wc(const ibv_wc& wc, std::vector<TransportEvent>& events
     if (id && id->kind == WrKind::read) {
       events.push_back(
           TransportEvent::read_done(id->value, EIO, fmt::format("RDMA READ failed: {}", ibv_wc_status_str(wc.status))));
-      lanes_.finish(id->value);
+      lanes_.finish(id->value, false);
     }
     if (id && id->kind == WrKind::send) ctrl_.on_send(id->value);
     if (!failed_) {

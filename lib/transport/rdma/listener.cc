@@ -164,6 +164,7 @@ class RdmaListener final : public Listener {
     for (const LocalRail& r : local_rails()) {
       if (out.size() + 1 >= wire::kMaxRails) break;
       if (r.ctx == t.id()->verbs || r.addrs.empty()) continue;
+      if (opt_.rails.enabled && !opt_.rails.allows(r.dev)) continue;  // rcpd --rails
       auto n = t.add_rail(r.ctx, static_cast<uint8_t>(out.size() + 1), "");
       if (!n.ok()) {
         log_warning("rail on {} not offered: {}", r.dev, n.error().message());
