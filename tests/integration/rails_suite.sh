@@ -35,8 +35,15 @@ ok() { pass=$((pass + 1)); echo "PASS $1"; }
 bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; [ -s "$work/err" ] && sed 's/^/    client: /' "$work/err" | tail -n 8; }
 check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
 dpid=
+# Taking vethC down also drops the policy route through it (rxe-run's table 102): without it,
+# 10.78.0.2 is reached through lo and rxe3, so put it back with the link.
+link_up() {
+  ip link set "${RXE_NETDEV_C:-vethC}" up
+  ip route replace "$RXE_ADDR_D" dev "${RXE_NETDEV_C:-vethC}" src "$RXE_ADDR_C" table 102
+  ip route replace "$RXE_ADDR_C" dev "${RXE_NETDEV_D:-vethD}" src "$RXE_ADDR_D" table 103
+}
 cleanup() {
-  ip link set "${RXE_NETDEV_C:-vethC}" up 2>/dev/null
+  link_up 2>/dev/null
   if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then kill -TERM "$dpid"; wait "$dpid" 2>/dev/null; fi
   if [ "$fail" = 0 ]; then rm -rf "$work"; else echo "rails_suite: kept $work"; fi
 }
@@ -100,10 +107,24 @@ cp_pid=$!
 sleep 2.5
 ip link set "${RXE_NETDEV_C:-vethC}" down
 wait "$cp_pid"; rc=$?
-ip link set "${RXE_NETDEV_C:-vethC}" up
+link_up
 f2=$(rail_field "$work/fo.json" "${RXE_DEV_C:-rxe2}" failed)
 check "link of rail ${RXE_DEV_C:-rxe2} down mid-copy: exit 0, byte-identical, rail named failed (failed: $f2; exit $rc)" \
   sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/fo' && [ '$f2' != None ] && [ '$f2' != missing ] &&
+         grep -q 'rail ${RXE_DEV_C:-rxe2} .*failed' '$work/err'"
+# --- the same in a push: rcpd reads, drops its rail and reads those chunks again over the other
+sleep 1
+rcp --rails auto --bwlimit 8M --json "$work/src" "$addr:d/fo-pushed" > "$work/fop.json" 2> "$work/err" &
+cp_pid=$!
+sleep 2.5
+ip link set "${RXE_NETDEV_C:-vethC}" down
+wait "$cp_pid"; rc=$?
+link_up
+sleep 0.5
+grep -h "rail" "$work/d.log" | tail -n 4 | sed 's/^/    rcpd: /'
+check "link down mid-push: exit 0, byte-identical, rcpd read over its rail ${RXE_DEV_D:-rxe3}, then dropped it, and rcp names ${RXE_DEV_C:-rxe2} (exit $rc)" \
+  sh -c "[ $rc = 0 ] && cmp -s '$work/src' '$work/exp/fo-pushed' && grep -q 'rail 2 (${RXE_DEV_D:-rxe3} to .*) failed' '$work/d.log' &&
+         grep -q 'rail ${RXE_DEV_D:-rxe3} to .*: [1-9][0-9]* bytes read in [0-9]* chunks, failed' '$work/d.log' &&
          grep -q 'rail ${RXE_DEV_C:-rxe2} .*failed' '$work/err'"
 sleep 1
 # --- rcpd keeps nothing of the sessions: no QP, no MR of its pid

@@ -216,6 +216,12 @@ TEST_CASE("pick_rail: the rail with the fewest bytes outstanding, never a failed
   CHECK(rdma::pick_rail(rails, all) == 2);
   rails[1].reads_out = 1;
   CHECK(rdma::pick_rail(rails, all) == 1);
+  // then the rail that carried less so far (one chunk in flight at a time alternates)
+  rails[1].bytes = 5 << 20;
+  rails[2].bytes = 4 << 20;
+  CHECK(rdma::pick_rail(rails, all) == 2);
+  rails[2].bytes = 5 << 20;
+  CHECK(rdma::pick_rail(rails, all) == 1);
   rails[1].failed = true;
   CHECK(rdma::pick_rail(rails, all) == 2);
   bool only1[3] = {false, true, false};

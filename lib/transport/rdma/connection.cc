@@ -35,7 +35,7 @@ Connection::~Connection() {
   for (auto& r : rails_)
     if (r->unacked > 0) ibv_ack_cq_events(r->cq.get(), r->unacked);
   for (const RailStat& r : rail_stats())
-    log_info("rail {} to {}: {} bytes read in {} chunks{}", r.device, r.peer, r.bytes, r.chunks,
+    log_debug("rail {} to {}: {} bytes read in {} chunks{}", r.device, r.peer, r.bytes, r.chunks,
              r.failed.empty() ? "" : ", failed: " + r.failed);
 }
 

@@ -19,8 +19,10 @@ struct RailLoad {
 };
 
 /// Index of the rail among `eligible` ones with the fewest outstanding
-/// bytes (ties: fewer outstanding chunks, then the lower index), or -1 when
-/// none is eligible. A failed rail is never picked, eligible or not.
+/// bytes (ties: fewer outstanding chunks, then fewer bytes carried so far —
+/// so a paced copy with one chunk in flight at a time still uses every
+/// rail —, then the lower index), or -1 when none is eligible. A failed
+/// rail is never picked, eligible or not.
 inline int pick_rail(std::span<const RailLoad> rails, std::span<const bool> eligible) {
   int best = -1;
   for (size_t i = 0; i < rails.size() && i < eligible.size(); ++i) {
@@ -30,7 +32,10 @@ inline int pick_rail(std::span<const RailLoad> rails, std::span<const bool> elig
       continue;
     }
     const RailLoad& b = rails[static_cast<size_t>(best)];
-    if (rails[i].bytes_out < b.bytes_out || (rails[i].bytes_out == b.bytes_out && rails[i].reads_out < b.reads_out))
+    const RailLoad& c = rails[i];
+    if (c.bytes_out != b.bytes_out ? c.bytes_out < b.bytes_out
+        : c.reads_out != b.reads_out ? c.reads_out < b.reads_out
+                                     : c.bytes < b.bytes)
       best = static_cast<int>(i);
   }
   return best;
