@@ -30,11 +30,11 @@ run() {  # KIND(pull|push) RAILS(1|2)
   b0=$(busy)
   if [ "$k" = pull ]; then
     rm -f "$w/back/f.bin"
-    "$bin/rcp/rcp" -v --transport rdma -P $port "${opt[@]}" "$srv:b/f.bin" "$w/back/f.bin" 2> "$w/log" || cat "$w/log"
+    "$bin/rcp/rcp" -v --transport rdma -P $port "${opt[@]}" "$srv:b/f.bin" "$w/back/f.bin" 2> "$w/log" || cat "$w/log" >&2
     cmp -s "$w/src.bin" "$w/back/f.bin" || echo "PULL DATA MISMATCH ($n rails)"
   else
     rm -f "$w/export/pushed.bin"   # (else the quick check finds it up to date and nothing moves)
-    "$bin/rcp/rcp" -v --transport rdma -P $port "${opt[@]}" "$w/src.bin" "$srv:b/pushed.bin" 2> "$w/log" || cat "$w/log"
+    "$bin/rcp/rcp" -v --transport rdma -P $port "${opt[@]}" "$w/src.bin" "$srv:b/pushed.bin" 2> "$w/log" || cat "$w/log" >&2
     cmp -s "$w/src.bin" "$w/export/pushed.bin" || echo "PUSH DATA MISMATCH ($n rails)"
   fi
   b1=$(busy)
