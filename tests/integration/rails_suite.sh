@@ -116,11 +116,17 @@ check "a rail join that arrived on another device than the rail it names is refu
 # rdma_cm, so both copies open their rails first and the link goes down once). In the push
 # rcpd reads: it drops its rail and reads those chunks again over the other; in the pull rcp
 # does. Both name the failed rail.
-rcp --rails auto --bwlimit 8M --json "$work/src" "$addr:d/fo-pushed" > "$work/fop.json" 2> "$work/errp" &
+rcp --rails auto --bwlimit 8M -v --json "$work/src" "$addr:d/fo-pushed" > "$work/fop.json" 2> "$work/errp" &
 push_pid=$!
-rcp --rails auto --bwlimit 8M --json "$addr:d/big" "$work/out/fo" > "$work/fo.json" 2> "$work/err" &
+rcp --rails auto --bwlimit 8M -v --json "$addr:d/big" "$work/out/fo" > "$work/fo.json" 2> "$work/err" &
 pull_pid=$!
-sleep 2.5
+# -v says "connected to" once the rails have joined; the link goes down a second later, with
+# both copies (48 MiB at 8 MB/s: 6 s or more) well under way.
+for _ in $(seq 600); do
+  grep -q "connected to" "$work/errp" 2>/dev/null && grep -q "connected to" "$work/err" 2>/dev/null && break
+  sleep 0.1
+done
+sleep 1
 ip link set "${RXE_NETDEV_C:-vethC}" down
 wait "$push_pid"; prc=$?
 wait "$pull_pid"; rc=$?
