@@ -326,6 +326,25 @@ void Connection::poll_async() {
       ibv_ack_async_event(&ev);
     }
   }
+  // rcpd's sessions share each device's context, so one session reads a
+  // port's PORT_ERR and the others never see it (seen in the guest: the
+  // session reading over that rail then waited 30 s on READs that never
+  // completed). So every 500 ms (the session loop wakes at least every
+  // 200 ms) each rail's port state is also asked directly.
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_port_check_) return;
+  next_port_check_ = now + std::chrono::milliseconds(500);
+  for (size_t r = 1; r <= rails_.size(); ++r) {
+    Rail& R = *rails_[r - 1];
+    if (!R.failed.empty()) continue;
+    uint8_t port = 0;
+    for (size_t i = 0; i < lanes_.size() && port == 0; ++i)
+      if (lanes_[i].rail == r) port = lanes_[i].id->port_num;
+    if (port == 0) continue;  // no QP on it: nothing to lose
+    ibv_port_attr pa{};
+    if (ibv_query_port(R.ctx, port, &pa) == 0 && pa.state != IBV_PORT_ACTIVE)
+      fail_rail(r, fmt::format("port {} of {} went down", port, R.caps.name));
+  }
 }
 
 void Connection::fail_rail(size_t r, std::string why) {

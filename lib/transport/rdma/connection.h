@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 #include <array>
+#include <chrono>
 #include <optional>
 
 #include "transport/rdma/control_channel.h"
@@ -139,6 +140,7 @@ class Connection final : public Transport {
   /// kMaxPeerRailKeys registrations (a peer registers its pool once).
   std::map<uint32_t, std::array<std::optional<uint32_t>, wire::kMaxRails>> peer_keys_;
   std::deque<Orphan> orphans_;  ///< chunks of failed rails not yet re-posted
+  std::chrono::steady_clock::time_point next_port_check_{};  ///< poll_async: when to ask the rails' ports
   std::shared_ptr<QpJoins> reg_;  ///< set once this session is open for joins
   uint64_t token_ = 0;
   unsigned unacked_cq_events_ = 0;
