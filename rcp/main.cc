@@ -65,6 +65,7 @@ struct Options {
   bool fsync = false;
   bool direct = false;  // --direct: O_DIRECT for the local files' data
   uint32_t streams = 0;  // 0: the transport's default
+  std::string rails;     // --rails auto|DEV[,DEV...]; "" = one rail
   bool no_zerocopy = false;
   bool encrypt = false;
   bool recursive = false;
@@ -358,6 +359,13 @@ struct Run {
     return std::optional<std::array<uint8_t, 32>>{keys.data};
   }
 
+  /// A session's rails (--rails) into the report, before its transport goes.
+  static void note_rails(const Transport& t) {
+    std::vector<cli::RailReport> v;
+    for (const RailStat& x : t.rail_stats()) v.push_back({x.device, x.peer, x.bytes, x.chunks, x.failed});
+    cli::add_rails(g_report, v);
+  }
+
   Result<std::unique_ptr<Transport>> open_session() {
     std::string note;
     auto t = connect_transport(host, co, note);
@@ -523,6 +531,18 @@ int run(const Options& o, const CLI::App& app) {
   }
   r.co.timeout_ms = static_cast<int>(o.con_timeout * 1000);
   r.co = connect_options(r.set, r.co);
+  if (!o.rails.empty()) {
+    auto rails = parse_rails_option(o.rails);
+    if (!rails.ok()) {
+      say("{}", rails.error().context);
+      return ec::kUsage;
+    }
+    if (r.co.kind == TransportKind::tcp || eff.encrypt) {
+      say("--rails needs RDMA (not --transport tcp or --encrypt)");
+      return ec::kUsage;
+    }
+    r.co.rails = rails.value();
+  }
   r.shown_host = remote.host;
 
   // Progress: on a terminal unless -q or --no-progress (or progress = false
@@ -656,6 +676,7 @@ int run(const Options& o, const CLI::App& app) {
     auto ok = r.open(ch, msg, so.idle_timeout_ms);
     if (!ok.ok()) return fail(ok.error(), cli::Phase::session, cli::to_string(dst), open_code(ok.error()));
     auto st = run_source(ch, std::move(files), so);
+    Run::note_rails(*t.value());
     if (!st.ok()) return fail(st.error(), cli::Phase::session);
     total = std::move(st.value());
   } else {
@@ -696,6 +717,7 @@ int run(const Options& o, const CLI::App& app) {
         continue;
       }
       auto st = run_sink(ch, *dest, so);
+      Run::note_rails(*t.value());
       if (!st.ok()) return fail(st.error(), cli::Phase::session);
       total.bytes += st->bytes;
       total.files_ok += st->files_ok;
@@ -722,6 +744,12 @@ int run(const Options& o, const CLI::App& app) {
     std::string dirs = total.dirs_ok ? fmt::format(" and {} director{}", total.dirs_ok, total.dirs_ok == 1 ? "y" : "ies") : "";
     say("{}: {} file{}{}, {} bytes in {:.3f} s, {:.1f} MB/s, checksum {}", r.carried_by, nfiles, nfiles == 1 ? "" : "s",
         dirs, total.bytes, secs, secs > 0 ? static_cast<double>(total.bytes) / secs / 1e6 : 0.0, checksum_name(*algo));
+  }
+  for (const cli::RailReport& x : g_report.rails) {
+    if (!x.failed.empty())
+      say("rail {} to {} failed during the copy: {}", x.device, x.peer, x.failed);
+    else if (o.verbose > 0 && !o.quiet)
+      say("rail {} to {}: {} bytes read in {} chunks", x.device, x.peer, x.bytes, x.chunks);
   }
   for (const auto& e : total.errors) say("{}", e);
   if (total.errors_dropped > 0) say("... and {} more failed file(s), not listed", total.errors_dropped);
@@ -811,6 +839,10 @@ int main(int argc, char** argv) {
   app.add_option("--window", o.window, "chunks in flight, 1 to 4096 (default 16); pool = window x chunk size")
       ->type_name("N")
       ->check(range(1, 4096));
+  app.add_option("--rails", o.rails,
+                 "RDMA: stripe the copy's READs over more devices: auto (every device that reaches one of the "
+                 "daemon's addresses) or DEV[,DEV...] (only these); a rail that fails is dropped mid-copy")
+      ->type_name("auto|DEV,...");
   app.add_option("--streams", o.streams,
                  fmt::format("connections (TCP) or queue pairs (RDMA) per copy, 1 to 16 (default {})",
                              kDefaultTcpStreams))

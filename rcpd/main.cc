@@ -54,6 +54,7 @@ struct Daemon {
   std::shared_ptr<const daemon::Exports> exports;
   std::string config_file;  ///< "" when the modules came from --export
   Settings settings;  ///< every session's, but for the checksum and fsync its OPEN asks for
+  RailsOption rails;  ///< --rails: the devices offered as more rails (not enabled: all)
   uint32_t max_connections = 64;
   uint32_t max_per_host = 0;  ///< 0: none
   double hello_timeout = 10;  ///< seconds for a whole TCP hello
@@ -409,6 +410,7 @@ int run(Daemon& d, const std::vector<std::string>& listen, uint16_t rdma_port, u
     lc.max_chunk = d.settings.chunk_size;
     lc.tcp_hello_ms = static_cast<int>(d.hello_timeout * 1000);
     lc.tls = tls;
+    lc.rails = d.rails;
     auto listeners = open_listeners(lc);
     if (!listeners.ok()) return 1;  // logged by open_listeners
     for (auto& l : listeners.value()) all.push_back(std::move(l));
@@ -524,6 +526,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> exports;
   std::string config_file;
   std::string transport = "auto";
+  std::string rails_text;  // --rails
   uint16_t rdma_port = kDefaultRdmaPort, tcp_port = kDefaultTcpPort;
   uint32_t max_connections = 0;
   int verbose = 0;
@@ -540,6 +543,10 @@ int main(int argc, char** argv) {
   app.add_option("--export", exports,
                  "NAME=DIR: serve DIR as module NAME, read-write, no authentication, every host (repeatable; quick local use)")
       ->type_name("NAME=DIR");
+  app.add_option("--rails", rails_text,
+                 "RDMA devices offered as more rails to rcp --rails: auto (default: every device with an IP address) "
+                 "or DEV[,DEV...]")
+      ->type_name("auto|DEV,...");
   app.add_option("--transport", transport, "auto (RDMA where a device exists, and TCP), rdma or tcp; default auto")
       ->type_name("KIND");
   app.add_option("-P,--port", rdma_port, fmt::format("rdma_cm port (default {})", kDefaultRdmaPort))
@@ -590,6 +597,14 @@ int main(int argc, char** argv) {
   set_log_level(verbose > 1 ? LogLevel::debug : verbose ? LogLevel::info : LogLevel::error);
   d.settings.chunk_size = chunk_kib * 1024;
   d.settings.cancel = &g_stop;
+  if (!rails_text.empty()) {
+    auto rails = parse_rails_option(rails_text);
+    if (!rails.ok()) {
+      log_error("{}", rails.error().context);
+      return 2;
+    }
+    d.rails = rails.value();
+  }
   TransportKind kind;
   if (!parse_transport(transport, kind)) {
     log_error("--transport '{}': expected auto, rdma or tcp", transport);

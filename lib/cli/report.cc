@@ -1,5 +1,7 @@
 #include "cli/report.h"
 
+#include <algorithm>
+
 #include <fmt/core.h>
 
 namespace rcp::cli {
@@ -96,8 +98,36 @@ std::string to_json(const Report& r) {
   num("exit_code", static_cast<uint64_t>(r.exit_code < 0 ? 0 : r.exit_code));
   key(out, "shard");
   if (r.shard.empty()) out += "null"; else append_json_string(out, r.shard);
+  key(out, "rails");
+  out += '[';
+  for (size_t i = 0; i < r.rails.size(); ++i) {
+    const RailReport& x = r.rails[i];
+    out += i ? ",{" : "{";
+    out += "\"device\":";
+    append_json_string(out, x.device);
+    out += ",\"peer\":";
+    append_json_string(out, x.peer);
+    out += fmt::format(",\"bytes\":{},\"chunks\":{},\"failed\":", x.bytes, x.chunks);
+    if (x.failed.empty()) out += "null"; else append_json_string(out, x.failed);
+    out += '}';
+  }
+  out += ']';
   out += "}\n";
   return out;
+}
+
+void add_rails(Report& r, const std::vector<RailReport>& session) {
+  for (const RailReport& s : session) {
+    auto it = std::find_if(r.rails.begin(), r.rails.end(),
+                           [&](const RailReport& x) { return x.device == s.device && x.peer == s.peer; });
+    if (it == r.rails.end()) {
+      r.rails.push_back(s);
+      continue;
+    }
+    it->bytes += s.bytes;
+    it->chunks += s.chunks;
+    if (!s.failed.empty()) it->failed = s.failed;
+  }
 }
 
 std::string to_stats_text(const Report& r) {

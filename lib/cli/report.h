@@ -11,6 +11,15 @@
 
 namespace rcp::cli {
 
+/// One rail of a multi-rail RDMA copy (rcp --rails), summed over its sessions.
+struct RailReport {
+  std::string device;  ///< local device ("rxe2")
+  std::string peer;    ///< the daemon's address on it
+  uint64_t bytes = 0;  ///< bytes this side read over it (a pull; 0 in a push, where rcpd reads)
+  uint64_t chunks = 0;
+  std::string failed;  ///< why it was dropped mid-copy, "" if it was not (JSON null)
+};
+
 struct Report {
   uint64_t files_total = 0;        ///< entries the copy considered: files, directories, failures
   uint64_t files_transferred = 0;  ///< regular files written at the destination
@@ -27,7 +36,11 @@ struct Report {
   uint64_t errors_dropped = 0;     ///< failures beyond those listed
   int exit_code = 0;
   std::string shard;               ///< "I/N" with --shard, "" otherwise (JSON null)
+  std::vector<RailReport> rails;   ///< with --rails and more than one rail in use; [] otherwise
 };
+
+/// Adds one session's rails to the report's (matched by device and peer).
+void add_rails(Report& r, const std::vector<RailReport>& session);
 
 /// Appends s as a JSON string (quotes included). Valid UTF-8 passes through;
 /// '"', '\\' and control characters are escaped; each byte that is not part

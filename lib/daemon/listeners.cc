@@ -21,6 +21,7 @@ Result<std::vector<std::unique_ptr<Listener>>> open_listeners(const ListenerConf
     } else {
       RdmaOptions ro;
       ro.max_chunk = cfg.max_chunk;
+      ro.rails = cfg.rails;
       auto l = rdma_listen(cfg.host, cfg.rdma_port, ro);
       if (!l.ok()) {
         if (cfg.kind == TransportKind::rdma) return fail(l.error(), l.error().message());

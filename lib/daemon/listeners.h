@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/rails_option.h"
 #include "transport/listener.h"
 #include "transport/tcp/tcp_transport.h"
 #include "transport/transport.h"
@@ -27,6 +28,9 @@ struct ListenerConfig {
   int tcp_hello_ms = 5000;     ///< how long a TCP client may take to say hello
   /// TLS offered to TCP clients that ask (tcp/tls.h); null = not offered.
   std::shared_ptr<tcp::TlsContext> tls;
+  /// rcpd --rails DEV,...: the devices offered as more rails to rcp --rails
+  /// (not enabled, or auto: every device with an address).
+  RailsOption rails;
 };
 
 /// Opens what the policy asks for and logs each listener it opens

@@ -37,6 +37,7 @@ Result<std::unique_ptr<Transport>> connect_transport(const std::string& host, co
       ro.max_chunk = opt.max_chunk;
       ro.timeout_ms = opt.timeout_ms;
       ro.qps = opt.rdma_qps;
+      ro.rails = opt.rails;
       auto t = rdma_connect(host, opt.rdma_port, ro);
       if (t.ok() || opt.kind == TransportKind::rdma) return t;
       fallback_note = "RDMA connection failed (" + t.error().message() + "); using TCP";

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "transport/rails_option.h"
 #include "transport/transport.h"
 
 namespace rcp {
@@ -35,6 +36,8 @@ struct ConnectOptions {
   /// TLS 1.3 on every TCP stream (rcp --encrypt). RDMA is not encrypted:
   /// with kind automatic it selects TCP, with kind rdma it is refused.
   bool encrypt = false;
+  /// rcp --rails: stripe READs over more RDMA devices (RDMA only).
+  RailsOption rails;
 };
 
 /// Connects to host; `fallback_note` is set when auto fell back to TCP.

@@ -46,6 +46,15 @@ struct Negotiated {
   uint16_t checksums = 0;        ///< algorithms both sides support
 };
 
+/// One rail of a multi-rail connection (rcp --rails), for -v and --json:
+/// what this side read over it.
+struct RailStat {
+  std::string device;  ///< local RDMA device ("rxe2")
+  std::string peer;    ///< the peer's address on it
+  uint64_t bytes = 0, chunks = 0;
+  std::string failed;  ///< why it was dropped mid-copy, "" if it was not
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -90,6 +99,9 @@ class Transport {
   /// encrypted channel and no relay in the middle can make equal on both
   /// sides (the TLS exporter); authentication mixes it in. Empty otherwise.
   virtual std::vector<uint8_t> channel_binding() const { return {}; }
+  /// Every rail with what this side read over it, when the connection uses
+  /// more than one; empty otherwise.
+  virtual std::vector<RailStat> rail_stats() const { return {}; }
 };
 
 }  // namespace rcp

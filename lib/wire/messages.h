@@ -34,6 +34,8 @@ constexpr uint32_t kMagic = 0x52435030;  // "RCP0"
 /// 9: FILE_SKIPPED says whether the entry vanished (exit 24).
 /// 10: XATTR (-X/-A: an entry's extended attributes, in pieces); OPEN's
 ///     preserve carries -X and -A; FILE_RESULT's changes the 'a' and 'x' letters.
+///     Also multi-rail RDMA sessions (wire/rails.h): the daemon's accept may list
+///     its other rails' addresses, a join may name a rail, RAIL_KEYS.
 constexpr uint16_t kVersion = 10;
 /// The version this process speaks: kVersion, unless the test-only fault
 /// switch RCP_TEST_FAULT=protocol-version=N makes it pretend to be another

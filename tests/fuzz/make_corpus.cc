@@ -10,6 +10,7 @@
 
 #include "wire/auth_messages.h"
 #include "wire/messages.h"
+#include "wire/rails.h"
 
 using namespace rcp::wire;
 
@@ -114,6 +115,19 @@ int main(int argc, char** argv) {
   put("hello", "hello", encode_hello(h));
   put("hello", "hello_token", encode_hello_token(h, kHelloToken, 0x0123456789abcdefULL));
   put("hello", "hello_join", encode_hello_token(h, kHelloJoin, 0xfedcba9876543210ULL));
+  // multi-rail sessions (rcp --rails)
+  {
+    RailAddr v4;
+    v4.family = 4;
+    v4.bytes[0] = 10, v4.bytes[1] = 78, v4.bytes[3] = 2;
+    RailAddr v6;
+    v6.family = 6;
+    v6.bytes[0] = 0x20, v6.bytes[1] = 0x01, v6.bytes[2] = 0x0d, v6.bytes[3] = 0xb8, v6.bytes[15] = 7;
+    const RailAddr both[] = {v4, v6};
+    put("hello", "hello_rails", encode_hello_rails(h, 0x0123456789abcdefULL, both));
+    put("hello", "rail_join", encode_rail_join(h, 0xfedcba9876543210ULL, 1));
+    put("hello", "rail_keys", encode_rail_keys(RailKeys{0x1234, {{1, 0x5678}, {2, 0x9abc}}}));
+  }
 
   AuthRequest req;
   req.user = "alice";

@@ -51,9 +51,9 @@ TEST_CASE("the JSON report has every documented key, in order, on one line") {
         "{\"files_total\":7,\"files_transferred\":3,\"files_skipped\":2,\"files_deleted\":0,\"files_failed\":1,"
         "\"bytes_total\":1000,\"bytes_transferred\":600,\"bytes_matched\":400,\"elapsed_s\":1.235,"
         "\"transport\":\"rdma\",\"device\":\"rxe0\",\"errors\":[\"x\\n\\\"y\\\"\"],\"errors_dropped\":0,"
-        "\"exit_code\":23,\"shard\":null}\n");
+        "\"exit_code\":23,\"shard\":null,\"rails\":[]}\n");
   r.shard = "1/4";
-  CHECK(to_json(r).find(",\"shard\":\"1/4\"}\n") != std::string::npos);
+  CHECK(to_json(r).find(",\"shard\":\"1/4\",\"rails\":[]}\n") != std::string::npos);
   Report none;
   set_transport(none, "tcp");
   CHECK(none.transport == "tcp");

@@ -9,8 +9,16 @@
 #include "transport/rdma/cm.h"
 #include "transport/rdma/wr_id.h"
 #include "util/log.h"
+#include "util/test_faults.h"
 
 namespace rcp::rdma {
+namespace {
+
+/// Registrations a peer may announce rail keys for: it registers its pool
+/// once per connection, so 4 is generous; more is a peer growing our map.
+constexpr size_t kMaxPeerRailKeys = 4;
+
+}  // namespace
 
 Connection::~Connection() {
   if (reg_) {
@@ -24,6 +32,11 @@ Connection::~Connection() {
   for (size_t i = 0; i < lanes_.size(); ++i)
     if (lanes_[i].up && !lanes_[i].disconnected) rdma_disconnect(lanes_[i].id);
   if (cq_ && unacked_cq_events_ > 0) ibv_ack_cq_events(cq_.get(), unacked_cq_events_);
+  for (auto& r : rails_)
+    if (r->unacked > 0) ibv_ack_cq_events(r->cq.get(), r->unacked);
+  for (const RailStat& r : rail_stats())
+    log_debug("rail {} to {}: {} bytes read in {} chunks{}", r.device, r.peer, r.bytes, r.chunks,
+             r.failed.empty() ? "" : ", failed: " + r.failed);
 }
 
 Status Connection::setup(uint32_t max_qps) {
@@ -98,7 +111,47 @@ JoinSpec Connection::join_spec(const wire::Hello& hello) const {
   s.sge = q_.sge;
   s.caps = caps_;
   s.hello = hello;
+  for (const auto& r : rails_) s.rails.push_back(RailPoint{r->ctx, r->pd.get(), r->cq.get(), r->caps.name});
   return s;
+}
+
+Result<uint32_t> Connection::add_rail(ibv_context* ctx, uint8_t index, std::string peer) {
+  if (rails_.size() + 1 >= wire::kMaxRails) return make_error(EINVAL, "too many rails");
+  auto r = std::make_unique<Rail>();
+  RCP_TRY(setup_rail(*r, ctx, q_.cqe));
+  r->index = index;
+  r->peer = std::move(peer);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, r->cc->fd, &ev) != 0) return sys_error("epoll_ctl");
+  // The device's async events (port down, QP errors) wake the session too.
+  // rdma_cm shares the context with every id on the device; nothing else in
+  // rcp reads its events, and a session that misses one (another session
+  // of rcpd read it) still sees its READs fail.
+  RCP_TRY(set_nonblock(ctx->async_fd));
+  if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, ctx->async_fd, &ev) != 0 && errno != EEXIST) return sys_error("epoll_ctl");
+  rails_.push_back(std::move(r));
+  lanes_.set_rails(rails_.size() + 1);
+  return static_cast<uint32_t>(rails_.size());
+}
+
+Status Connection::join_rail(sockaddr_storage& dst, uint64_t token, uint32_t rail, uint32_t qp, int timeout_ms,
+                             const std::string& where) {
+  const Rail& R = *rails_.at(rail - 1);
+  JoinSpec s = join_spec(hello());
+  s.rails.clear();
+  s.ctx = R.ctx;
+  s.pd = R.pd.get();
+  s.cq = R.cq.get();
+  s.caps = R.caps;
+  s.rail = R.index;
+  // Test-only fault switch: name another rail than the one joined, so the
+  // suite can prove rcpd refuses an index it did not announce and a join
+  // that arrived on another device than the rail it names.
+  if (test_faults().rdma_rail_index > 0) s.rail = static_cast<uint8_t>(test_faults().rdma_rail_index);
+  RCP_ASSIGN(Joined j, join_session(dst, s, token, qp, 0, timeout_ms, where));
+  lanes_.add(std::move(j.id), j.rd_atomic, true, rail);
+  return {};
 }
 
 Status Connection::offer_joins(std::shared_ptr<QpJoins> reg, uint64_t token, uint32_t max_qps,
@@ -133,7 +186,30 @@ Result<uint32_t> Connection::register_memory(void* base, size_t len, bool remote
   const uint32_t key = remote_read ? mr->rkey : mr->lkey;
   if (!remote_read) sink_lkey_ = mr->lkey;
   mrs_.emplace(key, std::move(mr));
+  if (rails_.empty()) return key;
+  // Each rail registers the same memory on its own PD (one after the
+  // other: pinning is per page and the second registration finds them
+  // pinned already).
+  wire::RailKeys rk{key, {}};
+  for (auto& r : rails_) {
+    Mr m(ibv_reg_mr(r->pd.get(), base, len, access));
+    if (!m) return sys_error(fmt::format("ibv_reg_mr of {} bytes on {} (rail {})", len, r->caps.name, r->index + 1));
+    if (!remote_read) {
+      r->sink_lkey = m->lkey;
+      r->sink_registered = true;
+    }
+    rk.rkeys.push_back({r->index, m->rkey});
+    r->mrs.emplace(key, std::move(m));
+  }
+  // The peer reads this memory over our other rails with these rkeys; the
+  // message precedes every message quoting the key on the control QP.
+  if (remote_read) RCP_TRY(ctrl_.queue(wire::encode_rail_keys(rk)));
   return key;
+}
+
+void Connection::deregister_memory(uint32_t key) {
+  for (auto& r : rails_) r->mrs.erase(key);
+  mrs_.erase(key);
 }
 
 Status Connection::send(std::span<const uint8_t> message) {
@@ -150,23 +226,186 @@ Status Connection::read(uint64_t cookie, uint32_t rkey, std::span<const ReadWr> 
   if (!established() || failed_) return make_error(ENOTCONN, "RDMA READ on a connection that is not up");
   if (wrs.empty() || wrs.size() > read_capacity()) return make_error(EINVAL, "RDMA READ exceeds the queue");
   bool qp_failed = false;
-  Status st = lanes_.post(cookie, rkey, sink_lkey_, wrs, peer_name_, qp_failed);
+  const auto keys = keys_for(rkey);
+  Status st = lanes_.post(cookie, rkey, keys, wrs, peer_name_, qp_failed);
   if (qp_failed) failed_ = true;
   return st;
 }
 
+std::array<RailKeyPair, kMaxLaneRails> Connection::keys_for(uint32_t rkey0) const {
+  std::array<RailKeyPair, kMaxLaneRails> k{};
+  k[0] = {rkey0, sink_lkey_, true};
+  auto it = peer_keys_.find(rkey0);
+  for (size_t i = 0; i < rails_.size() && i + 1 < k.size(); ++i) {
+    const Rail& r = *rails_[i];
+    if (it == peer_keys_.end() || !r.sink_registered || r.index >= wire::kMaxRails) continue;
+    if (const auto& rk = it->second[r.index]) k[i + 1] = {*rk, r.sink_lkey, true};
+  }
+  return k;
+}
+
 uint32_t Connection::read_capacity() const {
   if (!established() || failed_) return 0;
+  // Chunks of a failed rail go first: nothing new until they are posted.
+  if (!orphans_.empty()) return 0;
   return lanes_.capacity();
 }
 
 Status Connection::arm() {
   if (ibv_req_notify_cq(cq_.get(), 0) != 0) return sys_error("ibv_req_notify_cq");
+  for (auto& r : rails_)
+    if (ibv_req_notify_cq(r->cq.get(), 0) != 0) return sys_error("ibv_req_notify_cq on " + r->caps.name);
   return {};
+}
+
+std::vector<RailStat> Connection::rail_stats() const {
+  std::vector<RailStat> out;
+  if (rails_.empty()) return out;
+  out.push_back({caps_.name, peer_name_, lanes_.rail(0).bytes, lanes_.rail(0).chunks, ""});
+  for (size_t i = 0; i < rails_.size(); ++i) {
+    const Rail& r = *rails_[i];
+    out.push_back({r.caps.name, r.peer, lanes_.rail(i + 1).bytes, lanes_.rail(i + 1).chunks, r.failed});
+  }
+  return out;
+}
+
+void Connection::drain_rail(size_t r, std::vector<TransportEvent>& events) {
+  Rail& R = *rails_[r - 1];
+  ibv_cq* ev_cq;
+  void* ev_ctx;
+  while (ibv_get_cq_event(R.cc.get(), &ev_cq, &ev_ctx) == 0) {
+    if (++R.unacked >= 64) {
+      ibv_ack_cq_events(R.cq.get(), R.unacked);
+      R.unacked = 0;
+    }
+  }
+  ibv_wc wc[32];
+  for (;;) {
+    int n = ibv_poll_cq(R.cq.get(), 32, wc);
+    if (n < 0) {
+      fail_rail(r, "ibv_poll_cq failed");
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      const std::optional<WrId> id = WrId::decode(wc[i].wr_id);
+      if (!id || id->kind != WrKind::read) continue;  // rails carry only READs
+      if (wc[i].status != IBV_WC_SUCCESS) {
+        // The first failure drops the rail and gives back all its chunks;
+        // the rest are its flushed READs, already given back.
+        if (R.failed.empty()) fail_rail(r, fmt::format("RDMA READ failed: {}", ibv_wc_status_str(wc[i].status)));
+        continue;
+      }
+      // A chunk of a rail dropped meanwhile was given back: its late
+      // completion is not the one the engine waits for.
+      if (lanes_.rail_of(id->value) != static_cast<int>(r)) continue;
+      lanes_.finish(id->value);
+      events.push_back(TransportEvent::read_done(id->value));
+    }
+    if (n < 32) return;
+  }
+}
+
+void Connection::poll_async() {
+  for (size_t r = 1; r <= rails_.size(); ++r) {
+    ibv_context* ctx = rails_[r - 1]->ctx;
+    ibv_async_event ev;
+    while (ibv_get_async_event(ctx, &ev) == 0) {
+      switch (ev.event_type) {
+        case IBV_EVENT_PORT_ERR:
+          fail_rail(r, fmt::format("port {} of {} went down", ev.element.port_num, rails_[r - 1]->caps.name));
+          break;
+        case IBV_EVENT_QP_FATAL:
+        case IBV_EVENT_QP_REQ_ERR:
+        case IBV_EVENT_QP_ACCESS_ERR:
+          for (size_t i = 0; i < lanes_.size(); ++i)
+            if (lanes_[i].rail > 0 && lanes_[i].id->qp == ev.element.qp)
+              fail_rail(lanes_[i].rail, fmt::format("queue pair {}: {}", i + 1, ibv_event_type_str(ev.event_type)));
+          break;
+        default: break;
+      }
+      ibv_ack_async_event(&ev);
+    }
+  }
+  // rcpd's sessions share each device's context, so one session reads a
+  // port's PORT_ERR and the others never see it (seen in the guest: the
+  // session reading over that rail then waited 30 s on READs that never
+  // completed). So every 500 ms (the session loop wakes at least every
+  // 200 ms) each rail's port state is also asked directly.
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_port_check_) return;
+  next_port_check_ = now + std::chrono::milliseconds(500);
+  for (size_t r = 1; r <= rails_.size(); ++r) {
+    Rail& R = *rails_[r - 1];
+    if (!R.failed.empty()) continue;
+    uint8_t port = 0;
+    for (size_t i = 0; i < lanes_.size() && port == 0; ++i)
+      if (lanes_[i].rail == r) port = lanes_[i].id->port_num;
+    if (port == 0) continue;  // no QP on it: nothing to lose
+    ibv_port_attr pa{};
+    if (ibv_query_port(R.ctx, port, &pa) == 0 && pa.state != IBV_PORT_ACTIVE)
+      fail_rail(r, fmt::format("port {} of {} went down", port, R.caps.name));
+  }
+}
+
+void Connection::fail_rail(size_t r, std::string why) {
+  Rail& R = *rails_[r - 1];
+  if (!R.failed.empty()) return;
+  R.failed = why;
+  auto orphans = lanes_.fail_rail(r);
+  log_warning("rail {} ({} to {}) failed: {}; {} chunk{} read again over the other rail{}", r + 1, R.caps.name, R.peer,
+              why, orphans.size(), orphans.size() == 1 ? "" : "s", rails_.size() > 1 ? "s" : "");
+  for (auto& o : orphans) orphans_.push_back(std::move(o));
+  // Its QPs in the error state flush whatever is left on them.
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    if (lanes_[i].rail != r || !lanes_[i].id->qp) continue;
+    ibv_qp_attr qa{};
+    qa.qp_state = IBV_QPS_ERR;
+    ibv_modify_qp(lanes_[i].id->qp, &qa, IBV_QP_STATE);
+  }
+}
+
+void Connection::repost_orphans(std::vector<TransportEvent>& events) {
+  while (!orphans_.empty() && !closed_) {
+    Orphan& o = orphans_.front();
+    if (lanes_.capacity() < o.wrs.size()) return;  // a completion makes room
+    bool qp_failed = false;
+    const auto keys = keys_for(o.rkey0);
+    Status st = lanes_.post(o.cookie, o.rkey0, keys, o.wrs, peer_name_, qp_failed);
+    if (qp_failed) failed_ = true;
+    if (!st.ok()) {
+      events.push_back(TransportEvent::read_done(o.cookie, st.error().code, st.error().message()));
+      orphans_.pop_front();
+      continue;
+    }
+    orphans_.pop_front();
+  }
+}
+
+void Connection::take_rail_keys(std::vector<TransportEvent>& events, size_t first) {
+  for (size_t i = first; i < events.size();) {
+    TransportEvent& e = events[i];
+    if (e.kind != TransportEvent::Kind::message || !wire::is_rail_keys(e.message)) {
+      ++i;
+      continue;
+    }
+    auto k = wire::decode_rail_keys(e.message);
+    events.erase(events.begin() + static_cast<std::ptrdiff_t>(i));
+    if (!k.ok()) {
+      close_with(events, fmt::format("peer {}: {}", peer_name_, k.error().context));
+      return;
+    }
+    if (!peer_keys_.contains(k->key) && peer_keys_.size() >= kMaxPeerRailKeys) {
+      close_with(events, fmt::format("peer {}: RAIL_KEYS for more than {} registrations", peer_name_, kMaxPeerRailKeys));
+      return;
+    }
+    auto& slot = peer_keys_[k->key];
+    for (const wire::RailKey& rk : k->rkeys) slot[rk.rail] = rk.rkey;
+  }
 }
 
 Status Connection::poll(std::vector<TransportEvent>& events) {
   if (closed_) return {};
+  const size_t first = events.size();
   take_joins();
   // Consume completion-channel wakeups; acks are batched (each ack takes a lock).
   ibv_cq* ev_cq;
@@ -178,6 +417,10 @@ Status Connection::poll(std::vector<TransportEvent>& events) {
     }
   }
   if (!drain_cq(events)) return {};
+  poll_async();
+  for (size_t r = 1; r <= rails_.size(); ++r) drain_rail(r, events);
+  take_rail_keys(events, first);
+  repost_orphans(events);
   // Connection events after completions: a message that arrived before
   // the peer hung up (say, its error report) is delivered before the close.
   poll_cm(events);
@@ -207,7 +450,7 @@ void Connection::handle_wc(const ibv_wc& wc, std::vector<TransportEvent>& events
     if (id && id->kind == WrKind::read) {
       events.push_back(
           TransportEvent::read_done(id->value, EIO, fmt::format("RDMA READ failed: {}", ibv_wc_status_str(wc.status))));
-      lanes_.finish(id->value);
+      lanes_.finish(id->value, false);
     }
     if (id && id->kind == WrKind::send) ctrl_.on_send(id->value);
     if (!failed_) {
@@ -234,7 +477,11 @@ void Connection::handle_wc(const ibv_wc& wc, std::vector<TransportEvent>& events
 void Connection::take_joins() {
   if (!reg_) return;
   for (auto& j : reg_->take(token_)) {
-    lanes_.add(std::move(j.id), j.rd_atomic, false);
+    // A rail join names its rail by wire index; ours is the same (the
+    // daemon numbers its rails as it announced them).
+    if (j.rail > 0 && j.rail <= rails_.size() && rails_[j.rail - 1]->peer.empty())
+      rails_[j.rail - 1]->peer = sockaddr_string(rdma_get_peer_addr(j.id.get()));
+    lanes_.add(std::move(j.id), j.rd_atomic, false, j.rail <= rails_.size() ? j.rail : 0);
     log_debug("{}: queue pair {} joined", peer_name_, lanes_.size());
   }
 }
@@ -283,6 +530,15 @@ void Connection::poll_cm(std::vector<TransportEvent>& events) {
 /// QP cannot finish the READs queued on it, so it ends.
 void Connection::on_lane_event(size_t i, const CmEvent& e, std::vector<TransportEvent>& events) {
   Lane& L = lanes_[i];
+  if (L.rail > 0 && e.type != RDMA_CM_EVENT_ESTABLISHED && e.type != RDMA_CM_EVENT_TIMEWAIT_EXIT) {
+    // A QP of another rail went away: the rail is dropped and its chunks
+    // are read again over the others; the session goes on. (At the end of a
+    // session this is the peer's ordinary disconnect, nothing outstanding.)
+    L.disconnected = true;
+    if (L.wrs_out > 0)
+      fail_rail(L.rail, fmt::format("queue pair {} to {}: {}", i + 1, rails_[L.rail - 1]->peer, rdma_event_str(e.type)));
+    return;
+  }
   switch (e.type) {
     case RDMA_CM_EVENT_ESTABLISHED:
       L.up = true;

@@ -12,22 +12,28 @@
 #include <sys/socket.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
+#include <array>
+#include <chrono>
+#include <optional>
 
 #include "transport/rdma/control_channel.h"
 #include "transport/rdma/device.h"
 #include "transport/rdma/handles.h"
 #include "transport/rdma/joins.h"
+#include "transport/rdma/rail.h"
 #include "transport/rdma/rdma_transport.h"
 #include "transport/rdma/read_lanes.h"
 #include "transport/transport.h"
 #include "util/fd.h"
 #include "util/result.h"
 #include "wire/messages.h"
+#include "wire/rails.h"
 
 namespace rcp::rdma {
 
@@ -55,13 +61,21 @@ class Connection final : public Transport {
   /// Client side: adds queue pair `index` of `of` to this session.
   Status join(sockaddr_storage& dst, uint64_t token, uint32_t index, uint32_t of, int timeout_ms,
               const std::string& where);
+  /// Adds a rail on device ctx (its PD, completion channel, CQ) numbered
+  /// `index` on the wire (the daemon's announced address it reaches).
+  /// Before any memory is registered. Returns its local number (1..).
+  Result<uint32_t> add_rail(ibv_context* ctx, uint8_t index, std::string peer);
+  /// Client side: adds queue pair `qp` of local rail `rail` to the session.
+  Status join_rail(sockaddr_storage& dst, uint64_t token, uint32_t rail, uint32_t qp, int timeout_ms,
+                   const std::string& where);
+  size_t rail_count() const { return rails_.size() + 1; }
 
   std::string name() const override { return "rdma " + caps_.name; }
   std::string describe() const override;
   std::string peer() const override { return peer_name_; }
   const Negotiated& negotiated() const override { return neg_; }
   Result<uint32_t> register_memory(void* base, size_t len, bool remote_read) override;
-  void deregister_memory(uint32_t key) override { mrs_.erase(key); }
+  void deregister_memory(uint32_t key) override;
   Status send(std::span<const uint8_t> message) override;
   Status read(uint64_t cookie, uint32_t rkey, std::span<const ReadWr> wrs) override;
   uint32_t read_capacity() const override;
@@ -69,6 +83,7 @@ class Connection final : public Transport {
   int wait_fd() const override { return ep_.get(); }
   Status arm() override;
   bool send_pending() const override { return ctrl_.pending(); }
+  std::vector<RailStat> rail_stats() const override;
 
  private:
   /// QP 0, which carries control, has been established (it may have
@@ -79,6 +94,19 @@ class Connection final : public Transport {
   /// Handles every completion available now; false if the CQ failed.
   bool drain_cq(std::vector<TransportEvent>& events);
   void handle_wc(const ibv_wc& wc, std::vector<TransportEvent>& events);
+  /// Completions of rail r (1..): a failed READ drops the rail, not the session.
+  void drain_rail(size_t r, std::vector<TransportEvent>& events);
+  /// Drops rail r (1..) and queues its outstanding chunks to be read again.
+  void fail_rail(size_t r, std::string why);
+  /// The async events of the rails' devices: a port or QP error on a
+  /// rail drops it at once (without waiting for its READs to time out).
+  void poll_async();
+  /// Posts the chunks failed rails gave back, as far as there is room.
+  void repost_orphans(std::vector<TransportEvent>& events);
+  /// Takes RAIL_KEYS messages (ours, not the engine's) out of events[first..].
+  void take_rail_keys(std::vector<TransportEvent>& events, size_t first);
+  /// Keys of every rail for a READ under the engine's rkey.
+  std::array<RailKeyPair, kMaxLaneRails> keys_for(uint32_t rkey0) const;
   /// Daemon side: adopts the queue pairs the listener accepted meanwhile.
   void take_joins();
   void poll_cm(std::vector<TransportEvent>& events);
@@ -95,6 +123,7 @@ class Connection final : public Transport {
   Cq cq_;
   ControlChannel ctrl_;
   std::map<uint32_t, Mr> mrs_;
+  std::vector<std::unique_ptr<Rail>> rails_;  ///< rails 1.. (after mrs_: their QPs, in lanes_, die first)
   std::unique_ptr<QpGuard> qp_guard_;
   ReadLanes lanes_;
   Fd ep_;
@@ -106,6 +135,12 @@ class Connection final : public Transport {
   std::string peer_name_ = "?";
   uint32_t max_qps_ = 1;
   uint32_t sink_lkey_ = 0;  ///< lkey of the registration READs land in
+  /// The peer's RAIL_KEYS: for the key the engine quotes, the rkey of the
+  /// same memory by wire rail index (0: not announced). At most
+  /// kMaxPeerRailKeys registrations (a peer registers its pool once).
+  std::map<uint32_t, std::array<std::optional<uint32_t>, wire::kMaxRails>> peer_keys_;
+  std::deque<Orphan> orphans_;  ///< chunks of failed rails not yet re-posted
+  std::chrono::steady_clock::time_point next_port_check_{};  ///< poll_async: when to ask the rails' ports
   std::shared_ptr<QpJoins> reg_;  ///< set once this session is open for joins
   uint64_t token_ = 0;
   unsigned unacked_cq_events_ = 0;

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include "util/log.h"
+#include "wire/rails.h"
 
 namespace rcp::rdma {
 namespace {
@@ -11,17 +12,18 @@ namespace {
 /// Creates the QP of an extra queue pair of a session, on the session's PD
 /// and CQ. It carries only READs: no receive is ever posted and nothing is
 /// sent on it.
-Status create_read_qp(rdma_cm_id* id, const JoinSpec& s) {
+Status create_read_qp(rdma_cm_id* id, const JoinSpec& s, ibv_pd* pd, ibv_cq* cq) {
   ibv_qp_init_attr qa{};
-  qa.send_cq = s.cq;
-  qa.recv_cq = s.cq;
+  qa.send_cq = cq;
+  qa.recv_cq = cq;
   qa.qp_type = IBV_QPT_RC;
   qa.sq_sig_all = 0;
   qa.cap.max_send_wr = s.sq;
   qa.cap.max_recv_wr = 1;  // some providers refuse 0
   qa.cap.max_send_sge = s.sge;
   qa.cap.max_recv_sge = 1;
-  if (rdma_create_qp(id, s.pd, &qa) != 0) return sys_error("rdma_create_qp (extra queue pair) on " + s.caps.name);
+  if (rdma_create_qp(id, pd, &qa) != 0)
+    return sys_error("rdma_create_qp (extra queue pair) on " + std::string(ibv_get_device_name(id->verbs->device)));
   return {};
 }
 
@@ -29,14 +31,17 @@ Status create_read_qp(rdma_cm_id* id, const JoinSpec& s) {
 
 Result<Joined> join_session(sockaddr_storage& dst, const JoinSpec& spec, uint64_t token, uint32_t index, uint32_t of,
                             int timeout_ms, const std::string& where) {
-  const std::string what = fmt::format("{}: queue pair {} of {}", where, index + 1, of);
+  const std::string what = spec.rail == 0 ? fmt::format("{}: queue pair {} of {}", where, index + 1, of)
+                                          : fmt::format("{}: rail {} queue pair {}", where, spec.rail + 1, index + 1);
   RCP_ASSIGN(auto r, resolve_once(dst, timeout_ms, what));
   EventChannel ch = std::move(r.first);
   CmId id = std::move(r.second);  // declared after ch: destroyed before it
   if (id->verbs != spec.ctx)
-    return make_error(EXDEV, what + ": routed over another RDMA device than queue pair 1 (a PD cannot span devices)");
-  RCP_TRY(create_read_qp(id.get(), spec));
-  auto pd = wire::encode_hello_token(spec.hello, wire::kHelloJoin, token);
+    return make_error(EXDEV, what + (spec.rail == 0 ? ": routed over another RDMA device than queue pair 1 (a PD cannot span devices)"
+                                                    : ": routed over another RDMA device than the rail's"));
+  RCP_TRY(create_read_qp(id.get(), spec, spec.pd, spec.cq));
+  auto pd = spec.rail == 0 ? wire::encode_hello_token(spec.hello, wire::kHelloJoin, token)
+                           : wire::encode_rail_join(spec.hello, token, spec.rail);
   rdma_conn_param cp = conn_param(spec.caps.init_rd, spec.caps.resp_rd, pd);
   if (rdma_connect(id.get(), &cp) != 0) return sys_error(what + ": rdma_connect");
   RCP_ASSIGN(CmEvent est, wait_cm_event(ch.get(), RDMA_CM_EVENT_ESTABLISHED, timeout_ms, what));
@@ -44,7 +49,7 @@ Result<Joined> join_session(sockaddr_storage& dst, const JoinSpec& spec, uint64_
   if (!ph.ok()) return make_error(ph.error().code, what + ": " + ph.error().context);
   if (rdma_migrate_id(id.get(), spec.ch) != 0) return sys_error(what + ": rdma_migrate_id");
   const uint32_t rd = std::min<uint32_t>(spec.caps.init_rd, ph->rd_resp);
-  return Joined{std::move(id), rd};
+  return Joined{std::move(id), rd, spec.rail};
 }
 
 Status accept_join(QpJoins& joins, CmId id, const CmEvent& req, const std::string& peer) {
@@ -62,6 +67,8 @@ Status accept_join(QpJoins& joins, CmId id, const CmEvent& req, const std::strin
   };
   auto token = wire::decode_hello_token(req.private_data);
   if (!token.ok()) return refuse(EPROTO, token.error().context);
+  auto hello = wire::decode_hello(req.private_data);  // decoded by the listener already
+  const bool rail_join = hello.ok() && (hello->flags & wire::kHelloRail);
   // Runs under the registry's lock, so the session cannot close its entry
   // and free its PD or CQ meanwhile. A failure after the QP was created
   // destroys it here, still under the lock: nothing of a refused join is
@@ -69,9 +76,26 @@ Status accept_join(QpJoins& joins, CmId id, const CmEvent& req, const std::strin
   bool accept_failed = false;
   auto admit = [&](JoinSpec& s, Joined& jn, JoinSeat seat) -> Status {
     rdma_cm_id* cm = jn.id.get();
-    if (cm->verbs != s.ctx)
+    ibv_context* ctx = s.ctx;
+    ibv_pd* on_pd = s.pd;
+    ibv_cq* on_cq = s.cq;
+    if (rail_join) {
+      // The index comes from the client: one this session announced, and
+      // the request must have come in on that rail's device.
+      auto r = wire::decode_rail_join(req.private_data, s.rails.size());
+      if (!r.ok()) return make_error(r.error().code, r.error().context);
+      const RailPoint& p = s.rails[r.value() - 1];
+      if (cm->verbs != p.ctx)
+        return make_error(EXDEV, fmt::format("a join for rail {} ({}) arrived on {}", r.value() + 1, p.dev,
+                                             ibv_get_device_name(cm->verbs->device)));
+      ctx = p.ctx;
+      on_pd = p.pd;
+      on_cq = p.cq;
+      jn.rail = r.value();
+    }
+    if (cm->verbs != ctx)
       return make_error(EXDEV, "it arrived on another RDMA device than its session (a PD cannot span devices)");
-    if (Status st = create_read_qp(cm, s); !st.ok()) return make_error(st.error().code, st.error().message());
+    if (Status st = create_read_qp(cm, s, on_pd, on_cq); !st.ok()) return make_error(st.error().code, st.error().message());
     if (rdma_migrate_id(cm, s.ch) != 0) {
       Error e = sys_error("rdma_migrate_id");
       rdma_destroy_qp(cm);

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "transport/join_registry.h"
 #include "transport/rdma/cm.h"
@@ -31,6 +32,14 @@
 #include "wire/messages.h"
 
 namespace rcp::rdma {
+
+/// Another rail of a session (rcp --rails): a device, its PD and CQ.
+struct RailPoint {
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_cq* cq = nullptr;
+  std::string dev;
+};
 
 /// What an extra queue pair of a session is created on, and the hello this
 /// side sends when one joins.
@@ -42,12 +51,19 @@ struct JoinSpec {
   uint32_t sq = 0, sge = 1;          ///< send queue (READs + 1) and SGEs per READ
   DeviceCaps caps;
   wire::Hello hello;
+  /// Daemon: the session's other rails, rails[i] being rail i + 1 (the
+  /// index a rail join names). Client: unused.
+  std::vector<RailPoint> rails;
+  /// Client: the rail this join is for (0: the session's first device; n:
+  /// the n-th address the daemon announced, ctx/pd/cq then that rail's).
+  uint8_t rail = 0;
 };
 
 /// A queue pair that joined, ready to become a lane of its session.
 struct Joined {
   CmId id;
   uint32_t rd_atomic = 0;  ///< initiator depth agreed for it
+  uint32_t rail = 0;       ///< the rail it was created on
 };
 
 /// Client side: opens queue pair `index` (0-based) of `of` towards dst and
@@ -63,7 +79,9 @@ inline constexpr JoinWording kQpJoinWording{"its session token names no session"
 using QpJoins = JoinRegistry<Joined, JoinSpec>;
 
 /// Listener thread: a connection request with a join hello. Creates the QP
-/// on the session's PD and CQ, moves the id to the session's event channel
+/// on the session's PD and CQ (a rail join: on that rail's, after checking
+/// that the index is one the session announced and that the request came
+/// in on that rail's device), moves the id to the session's event channel
 /// and accepts, all under the registry's lock; the session adopts it in its
 /// next poll. Anything wrong is refused with our hello (flag kHelloJoin:
 /// "your join was refused"), and only this id is lost.

@@ -16,8 +16,11 @@
 #include "transport/rdma/device.h"
 #include "transport/rdma/handles.h"
 #include "transport/rdma/joins.h"
+#include "transport/rdma/rail_addrs.h"
 #include "transport/rdma/rdma_transport.h"
+#include "util/log.h"
 #include "wire/messages.h"
+#include "wire/rails.h"
 
 namespace rcp {
 namespace {
@@ -135,11 +138,16 @@ class RdmaListener final : public Listener {
       // Only this client learns the token (in the accept's private data);
       // it is registered first so that the client's joins always find it.
       RCP_ASSIGN(uint64_t token, wire::new_session_token());
+      // rcp --rails: a PD and CQ on each other device with an address,
+      // which the client may join QPs to (offer_joins hands them to joins).
+      std::vector<wire::RailAddr> rails;
+      if (ph->flags & wire::kHelloWantRails) rails = add_rails(*t);
       if (Status st = t->offer_joins(joins_, token, qps, h); !st.ok()) {
         rdma_reject(t->id(), nullptr, 0);
         return st.error();
       }
-      pd = wire::encode_hello_token(h, wire::kHelloToken, token);
+      pd = rails.empty() ? wire::encode_hello_token(h, wire::kHelloToken, token)
+                         : wire::encode_hello_rails(h, token, rails);
     } else {
       pd = wire::encode_hello(h);
     }
@@ -147,6 +155,25 @@ class RdmaListener final : public Listener {
     t->set_peer(ph.value(), init);
     if (rdma_accept(t->id(), &cp) != 0) return sys_error("rdma_accept from " + peer);
     return std::unique_ptr<Transport>(std::move(t));
+  }
+
+  /// Sets up a rail on every other device with an address (at most
+  /// kMaxRails - 1), numbered as announced; a device that fails is left out.
+  std::vector<wire::RailAddr> add_rails(Connection& t) {
+    std::vector<wire::RailAddr> out;
+    for (const LocalRail& r : local_rails()) {
+      if (out.size() + 1 >= wire::kMaxRails) break;
+      if (r.ctx == t.id()->verbs || r.addrs.empty()) continue;
+      if (opt_.rails.enabled && !opt_.rails.allows(r.dev)) continue;  // rcpd --rails
+      auto n = t.add_rail(r.ctx, static_cast<uint8_t>(out.size() + 1), "");
+      if (!n.ok()) {
+        log_warning("rail on {} not offered: {}", r.dev, n.error().message());
+        continue;
+      }
+      out.push_back(r.addrs.front());
+      log_debug("offering rail {} on {} at {}", out.size() + 1, r.dev, wire::rail_addr_string(r.addrs.front()));
+    }
+    return out;
   }
 
   RdmaOptions opt_;

@@ -3,6 +3,8 @@
 #include "transport/rdma/rdma_transport.h"
 
 #include <algorithm>
+#include <span>
+#include <vector>
 #include <fmt/core.h>
 
 #include "transport/rdma/cm.h"
@@ -11,8 +13,67 @@
 #include "util/log.h"
 #include "util/test_faults.h"
 #include "wire/messages.h"
+#include "wire/rails.h"
 
 namespace rcp {
+namespace {
+
+using namespace rdma;
+
+/// The names of this host's RDMA devices, for checking --rails DEV,...
+std::vector<std::string> device_names() {
+  std::vector<std::string> out;
+  int n = 0;
+  ibv_context** ctxs = rdma_get_devices(&n);
+  if (!ctxs) return out;
+  for (int i = 0; i < n; ++i) out.emplace_back(ibv_get_device_name(ctxs[i]->device));
+  rdma_free_devices(ctxs);
+  return out;
+}
+
+/// rcp --rails: a rail for each address the daemon announced that the local
+/// route reaches over a device not used yet (and allowed by the option),
+/// with `qps` queue pairs joined to the session on it. A rail that cannot
+/// be set up is left out with a warning: the copy goes on over the others.
+void add_rails(Connection& t, std::span<const wire::RailAddr> addrs, uint64_t token, uint16_t port, uint32_t qps,
+               const RdmaOptions& opt, const std::string& where) {
+  std::vector<ibv_context*> used{t.id()->verbs};
+  for (size_t i = 0; i < addrs.size(); ++i) {
+    const std::string shown = wire::rail_addr_string(addrs[i]);
+    auto dst = resolve(shown, port, false);
+    if (!dst.ok()) continue;
+    const std::string what = fmt::format("{}: rail address {}", where, shown);
+    auto r = resolve_once(dst.value(), std::min(opt.timeout_ms, 2000), what);
+    if (!r.ok()) {
+      log_info("{}: not reachable ({})", what, r.error().message());
+      continue;
+    }
+    ibv_context* ctx = r.value().second->verbs;
+    const std::string dev = ibv_get_device_name(ctx->device);
+    if (std::find(used.begin(), used.end(), ctx) != used.end()) {
+      log_info("{}: reached over {}, a device already in use", what, dev);
+      continue;
+    }
+    if (!opt.rails.allows(dev)) {
+      log_info("{}: reached over {}, which --rails does not name", what, dev);
+      continue;
+    }
+    auto rail = t.add_rail(ctx, static_cast<uint8_t>(i + 1), sockaddr_string(reinterpret_cast<sockaddr*>(&dst.value())));
+    if (!rail.ok()) {
+      log_warning("{}: rail on {} not used: {}", what, dev, rail.error().message());
+      continue;
+    }
+    used.push_back(ctx);
+    for (uint32_t q = 0; q < qps; ++q) {
+      if (Status st = t.join_rail(dst.value(), token, rail.value(), q, opt.timeout_ms, where); !st.ok()) {
+        log_warning("{}: queue pair {} on {} not joined: {}", what, q + 1, dev, st.error().message());
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_t port, const RdmaOptions& opt) {
   using namespace rdma;
@@ -34,11 +95,23 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
   EventChannel ch = std::move(r.value().first);
   CmId id = std::move(r.value().second);
   rdma_event_channel* chp = ch.get();
+  if (!opt.rails.automatic) {
+    const auto have = device_names();
+    for (const std::string& d : opt.rails.devices)
+      if (std::find(have.begin(), have.end(), d) == have.end())
+        return make_error(ENODEV, fmt::format("--rails: this host has no RDMA device '{}'", d));
+  }
   auto t = std::make_unique<Connection>(std::move(ch), std::move(id), opt);
   const uint32_t want = std::clamp<uint32_t>(opt.qps, 1, kMaxQps);
   RCP_TRY(t->setup(want));
   const DeviceCaps& c = t->caps();
-  auto pd = wire::encode_hello(t->hello());
+  wire::Hello mine = t->hello();
+  if (opt.rails.enabled) {
+    // The daemon admits as many QPs as announced: want on each rail it may offer.
+    mine.flags |= wire::kHelloWantRails;
+    mine.qps = static_cast<uint16_t>(std::min<uint32_t>(kMaxQps, want * wire::kMaxRails));
+  }
+  auto pd = wire::encode_hello(mine);
   // The daemon clamps both depths to its device in rdma_accept.
   rdma_conn_param cp = conn_param(c.init_rd, c.resp_rd, pd);
   if (rdma_connect(t->id(), &cp) != 0) return sys_error(where + ": rdma_connect");
@@ -48,7 +121,7 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
   if (!ph.ok()) return make_error(ph.error().code, where + ": " + ph.error().context);
   t->set_peer(ph.value(), std::min<uint32_t>(c.init_rd, ph->rd_resp));
   t->set_established();
-  if (want > 1) {
+  if (want > 1 || opt.rails.enabled) {
     if (!(ph->flags & wire::kHelloToken)) {
       // An older daemon: it offers no token, so the copy runs on one QP.
       log_info("{}: the daemon offers no extra queue pairs; using 1", where);
@@ -58,6 +131,13 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
       // prove a real client's wrong join is refused and the daemon goes on.
       if (test_faults().rdma_bad_join_token) token ^= 1;
       for (uint32_t i = 1; i < want; ++i) RCP_TRY(t->join(dst, token, i, want, opt.timeout_ms, where));
+      if (opt.rails.enabled && !(ph->flags & wire::kHelloRails)) {
+        log_info("{}: the daemon offers no other rails; using 1", where);
+      } else if (opt.rails.enabled) {
+        RCP_ASSIGN(auto addrs, wire::decode_hello_rails(est.private_data));
+        const uint16_t port = ntohs(reinterpret_cast<sockaddr_in*>(&dst)->sin_port);  // same offset for IPv6
+        add_rails(*t, addrs, token, port, want, opt, where);
+      }
     }
   }
   return std::unique_ptr<Transport>(std::move(t));

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "transport/listener.h"
+#include "transport/rails_option.h"
 #include "transport/transport.h"
 #include "util/result.h"
 
@@ -32,6 +33,7 @@ struct RdmaOptions {
   int timeout_ms = 10000;
   uint16_t ctrl_depth = 64;  ///< control receives posted (and credits granted) per side
   uint32_t qps = 1;          ///< client: queue pairs per connection (1..16); READs are spread over them
+  RailsOption rails;         ///< client: --rails (more RDMA devices, each with qps queue pairs); daemon: the devices it offers
 };
 
 /// True if this host has at least one RDMA device (cheap; for --transport auto).

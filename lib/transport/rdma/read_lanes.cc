@@ -1,17 +1,19 @@
 #include "transport/rdma/read_lanes.h"
 
 #include <algorithm>
+#include <array>
 #include <fmt/core.h>
 
 #include "transport/rdma/wr_id.h"
 
 namespace rcp::rdma {
 
-void ReadLanes::add(CmId id, uint32_t rd_atomic, bool up) {
+void ReadLanes::add(CmId id, uint32_t rd_atomic, bool up, uint32_t rail) {
   Lane l;
   l.id = id.get();
   l.rd_atomic = rd_atomic;
   l.up = up;
+  l.rail = rail < rails_.size() ? rail : 0;
   owned_.push_back(std::move(id));
   lanes_.push_back(l);
 }
@@ -22,20 +24,30 @@ int ReadLanes::find(const rdma_cm_id* id) const {
   return -1;
 }
 
-Status ReadLanes::post(uint64_t cookie, uint32_t rkey, uint32_t lkey, std::span<const ReadWr> wrs,
+Status ReadLanes::post(uint64_t cookie, uint32_t rkey0, std::span<const RailKeyPair> keys, std::span<const ReadWr> wrs,
                        const std::string& peer, bool& qp_failed) {
   if (!WrId::fits(cookie)) return make_error(EINVAL, "RDMA READ cookie too large");
-  // A chunk's WRs go to one QP (its last, signalled WR covers the rest);
-  // chunks go to the least loaded QP, ties broken round robin.
+  // A chunk's WRs go to one QP (its last, signalled WR covers the rest).
+  // The rail first: the one with the fewest bytes outstanding among those
+  // with the keys and a QP that has room; then its least loaded QP, ties
+  // broken round robin.
   const uint32_t n = static_cast<uint32_t>(wrs.size());
+  std::array<bool, kMaxLaneRails> eligible{};
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    const uint32_t r = lanes_[i].rail;
+    if (r < keys.size() && keys[r].known && lane_fits(i, n)) eligible[r] = true;
+  }
+  const int rail = pick_rail(rails_, std::span<const bool>(eligible.data(), rails_.size()));
   int lane = -1;
-  for (size_t k = 0; k < lanes_.size(); ++k) {
+  for (size_t k = 0; rail >= 0 && k < lanes_.size(); ++k) {
     const size_t i = (next_ + k) % lanes_.size();
-    if (!usable(i) || per_qp_ - lanes_[i].wrs_out < n) continue;
+    if (lanes_[i].rail != static_cast<uint32_t>(rail) || !lane_fits(i, n)) continue;
     if (lane < 0 || lanes_[i].wrs_out < lanes_[static_cast<size_t>(lane)].wrs_out) lane = static_cast<int>(i);
   }
   if (lane < 0) return make_error(EINVAL, "RDMA READ exceeds the queue");
   Lane& L = lanes_[static_cast<size_t>(lane)];
+  const uint32_t rkey = keys[L.rail].rkey, lkey = keys[L.rail].lkey;
+  uint64_t bytes = 0;
   next_ = static_cast<size_t>(lane) + 1;
   std::vector<ibv_send_wr> w(wrs.size());
   std::vector<ibv_sge> sg;
@@ -52,6 +64,7 @@ Status ReadLanes::post(uint64_t cookie, uint32_t rkey, uint32_t lkey, std::span<
     w[i].wr.rdma.remote_addr = wrs[i].remote_addr;
     w[i].wr.rdma.rkey = rkey;
     w[i].next = i + 1 < wrs.size() ? &w[i + 1] : nullptr;
+    bytes += wrs[i].length;
   }
   // RC completes in order, so the last WR's completion covers the chunk.
   w.back().send_flags = IBV_SEND_SIGNALED;
@@ -72,16 +85,56 @@ Status ReadLanes::post(uint64_t cookie, uint32_t rkey, uint32_t lkey, std::span<
   ++L.chunks;
   ++chunks_;
   wrs_out_ += n;
-  reads_[cookie] = InFlight{static_cast<uint32_t>(lane), n};
+  RailLoad& R = rails_[L.rail];
+  R.bytes_out += bytes;
+  ++R.reads_out;
+  InFlight f{static_cast<uint32_t>(lane), n, bytes, {}};
+  // With one rail there is nowhere to re-read a chunk: no copy is kept.
+  if (rails_.size() > 1) f.again = Orphan{cookie, rkey0, std::vector<ReadWr>(wrs.begin(), wrs.end())};
+  reads_[cookie] = std::move(f);
   return {};
 }
 
-void ReadLanes::finish(uint64_t cookie) {
+bool ReadLanes::finish(uint64_t cookie, bool ok) {
   auto it = reads_.find(cookie);
-  if (it == reads_.end()) return;
-  lanes_[it->second.lane].wrs_out -= it->second.wrs;
-  wrs_out_ -= it->second.wrs;
+  if (it == reads_.end()) return false;
+  const InFlight& f = it->second;
+  lanes_[f.lane].wrs_out -= f.wrs;
+  wrs_out_ -= f.wrs;
+  RailLoad& R = rails_[lanes_[f.lane].rail];
+  R.bytes_out -= f.bytes;
+  --R.reads_out;
+  if (ok) {
+    R.bytes += f.bytes;
+    ++R.chunks;
+  }
   reads_.erase(it);
+  return true;
+}
+
+int ReadLanes::rail_of(uint64_t cookie) const {
+  auto it = reads_.find(cookie);
+  return it == reads_.end() ? -1 : static_cast<int>(lanes_[it->second.lane].rail);
+}
+
+std::vector<Orphan> ReadLanes::fail_rail(size_t r) {
+  std::vector<Orphan> out;
+  if (r >= rails_.size()) return out;
+  rails_[r].failed = true;
+  for (auto it = reads_.begin(); it != reads_.end();) {
+    const InFlight& f = it->second;
+    if (lanes_[f.lane].rail != r) {
+      ++it;
+      continue;
+    }
+    lanes_[f.lane].wrs_out -= f.wrs;
+    wrs_out_ -= f.wrs;
+    rails_[r].bytes_out -= f.bytes;
+    --rails_[r].reads_out;
+    out.push_back(std::move(it->second.again));
+    it = reads_.erase(it);
+  }
+  return out;
 }
 
 uint32_t ReadLanes::capacity() const {

@@ -1,0 +1,150 @@
+#!/bin/bash
+# Proves multi-rail RDMA copies (rcp --rails, issue 15) with real rcpd and rcp processes in the
+# soft-RoCE guest started with two links (tests/vm/rxe-run --links 2: rxe0/rxe1 on vethA/vethB,
+# rxe2/rxe3 on vethC/vethD): a 48 MiB copy stripes its READs over both rails (per-rail bytes > 0
+# in --json), a rail whose link goes down mid-copy is dropped and its chunks are read again over
+# the other (byte-identical, the failed rail named on stderr and in --json), and rcpd ends with
+# no QP and no MR of its own.
+#
+# usage: rails_suite.sh --bin DIR [--transport rdma] [--addr ADDR] [--work DIR]
+# Needs RXE_ADDR_B/RXE_ADDR_D (rxe-run's second link); without them it says SKIP loudly and
+# exits 77. Prints PASS/FAIL lines and ends with "N passed, N failed".
+set -u
+bin= addr=${RXE_ADDR_B:-} work=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) bin=$2; shift 2 ;;
+    --transport) [ "$2" = rdma ] || { echo "rails_suite: RDMA only" >&2; exit 2; }; shift 2 ;;
+    --addr) addr=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    *) echo "rails_suite: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$bin" ] || { echo "rails_suite: --bin DIR is required" >&2; exit 2; }
+RCP=$(cd "$bin/../rcp" 2>/dev/null && pwd)/rcp; [ -x "$RCP" ] || RCP=$bin/rcp
+RCPD=$(cd "$bin/../rcpd" 2>/dev/null && pwd)/rcpd; [ -x "$RCPD" ] || RCPD=$bin/rcpd
+if [ -z "${RXE_ADDR_D:-}" ] || [ -z "$addr" ]; then
+  echo "rails_suite: SKIPPING (LOUD): no second link (run in tests/vm/rxe-run --links 2)" >&2
+  exit 77
+fi
+[ -n "$work" ] || work=$(mktemp -d /tmp/rcp-rails.XXXXXX)
+mkdir -p "$work/exp" "$work/out"
+port=$(( 24000 + ($$ % 500) * 2 ))
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; [ -s "$work/err" ] && sed 's/^/    client: /' "$work/err" | tail -n 8; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+dpid=
+# Taking vethC down also drops the policy route through it (rxe-run's table 102): without it,
+# 10.78.0.2 is reached through lo and rxe3, so put it back with the link.
+link_up() {
+  ip link set "${RXE_NETDEV_C:-vethC}" up
+  ip route replace "$RXE_ADDR_D" dev "${RXE_NETDEV_C:-vethC}" src "$RXE_ADDR_C" table 102
+  ip route replace "$RXE_ADDR_C" dev "${RXE_NETDEV_D:-vethD}" src "$RXE_ADDR_D" table 103
+  # and wait until both ports are ACTIVE with their IPv4 GID again (a rail opened before that
+  # times out: RDMA_CM_EVENT_UNREACHABLE)
+  local d g i
+  for d in "${RXE_DEV_C:-rxe2}" "${RXE_DEV_D:-rxe3}"; do
+    for i in $(seq 100); do
+      g=$(cat "/sys/class/infiniband/$d/ports/1/gids/${RXE_GID_INDEX:-1}" 2>/dev/null)
+      grep -q ACTIVE "/sys/class/infiniband/$d/ports/1/state" 2>/dev/null && [[ $g == *ffff:* ]] && break
+      sleep 0.1
+    done
+  done
+}
+cleanup() {
+  link_up 2>/dev/null
+  if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then kill -TERM "$dpid"; wait "$dpid" 2>/dev/null; fi
+  if [ "$fail" = 0 ]; then rm -rf "$work"; else echo "rails_suite: kept $work"; fi
+}
+trap cleanup EXIT
+# rcpd listens on every address (the rails arrive at 10.78.0.2), over verbs only.
+# In the guest both "hosts" share one network namespace, so rcpd would see the client's devices
+# as its own: --rails gives it its side's two (as on a host of its own).
+"$RCPD" --listen "*:$port" --transport rdma --rails "${RXE_DEV_B:-rxe1},${RXE_DEV_D:-rxe3}" \
+  --export d="$work/exp" -vv > "$work/d.log" 2>&1 &
+dpid=$!
+for _ in $(seq 100); do grep -q "rcpd: ready" "$work/d.log" && break; sleep 0.05; done
+head -c $((48 << 20)) /dev/urandom > "$work/exp/big"
+cp "$work/exp/big" "$work/src"
+rail_field() {  # JSON DEVICE FIELD: a field of one rail in rcp's --json
+  python3 -c 'import json,sys
+r=[x for x in json.load(open(sys.argv[1]))["rails"] if x["device"]==sys.argv[2]]
+print(r[0][sys.argv[3]] if r else "missing")' "$@"
+}
+rcp() { timeout 300 "$RCP" --transport rdma -P "$port" "$@"; }
+
+# --- a pull over two rails: both carry bytes
+rcp --rails auto -v --json "$addr:d/big" "$work/out/big" > "$work/pull.json" 2> "$work/err"; rc=$?
+b0=$(rail_field "$work/pull.json" "${RXE_DEV_A:-rxe0}" bytes) b2=$(rail_field "$work/pull.json" "${RXE_DEV_C:-rxe2}" bytes)
+check "pull of 48 MiB with --rails auto: exit 0, byte-identical, bytes on both rails (rxe0 $b0, rxe2 $b2; exit $rc)" \
+  sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/big' && [ '$b0' -gt 0 ] 2>/dev/null && [ '$b2' -gt 0 ] 2>/dev/null"
+check "-v names every rail with its bytes" grep -q "rail ${RXE_DEV_C:-rxe2} to ${RXE_ADDR_D}:$port: [1-9][0-9]* bytes" "$work/err"
+# --- a push over two rails: rcpd reads, and logs its rails
+rcp --rails auto "$work/src" "$addr:d/pushed" 2> "$work/err"; rc=$?
+sleep 0.5
+check "push of 48 MiB with --rails auto: exit 0, byte-identical, rcpd read over both rails (exit $rc)" \
+  sh -c "[ $rc = 0 ] && cmp -s '$work/src' '$work/exp/pushed' &&
+         grep -q 'rail ${RXE_DEV_B:-rxe1} to .*: [1-9][0-9]* bytes read' '$work/d.log' &&
+         grep -q 'rail ${RXE_DEV_D:-rxe3} to .*: [1-9][0-9]* bytes read' '$work/d.log'"
+check "the pull used exactly two rails (rcpd offers its side's two devices)" \
+  sh -c "python3 -c 'import json,sys; sys.exit(len(json.load(open(sys.argv[1]))[\"rails\"]) != 2)' '$work/pull.json'"
+# --- --rails naming devices: only those
+rcp --rails "${RXE_DEV_A:-rxe0}" --json "$addr:d/big" "$work/out/one" > "$work/one.json" 2> "$work/err"; rc=$?
+check "--rails ${RXE_DEV_A:-rxe0} alone: one rail, byte-identical (exit $rc)" \
+  sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/one' && grep -q '\"rails\":\[\]' '$work/one.json'"
+rcp --rails nosuchdev "$addr:d/big" "$work/out/none" 2> "$work/err"; rc=$?
+check "--rails with a device this host lacks is refused (exit $rc)" sh -c "[ $rc != 0 ] && grep -q nosuchdev '$work/err'"
+# --- a lying client: a rail join naming a rail rcpd did not announce, or another rail than the
+# device it arrived on, is refused (the copy goes on over the rails that joined)
+RCP_TEST_FAULT=rdma-rail-index=3 rcp --rails auto --json "$addr:d/big" "$work/out/lie" > "$work/lie.json" 2> "$work/err"; rc=$?
+sleep 0.3
+check "a rail join naming rail 3 of the 1 announced is refused; the copy completes (exit $rc)" \
+  sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/lie' && grep -q 'names rail 3 of the 1 announced' '$work/d.log'"
+# A second daemon offering every device (3 rails: rxe0, rxe2, rxe3 in the one namespace): the
+# client's join for the second address, reached over rxe2, names rail 1 (rxe0's).
+"$RCPD" --listen "*:$((port + 1))" --transport rdma --export d="$work/exp" -vv > "$work/d2.log" 2>&1 &
+d2=$!
+for _ in $(seq 100); do grep -q "rcpd: ready" "$work/d2.log" && break; sleep 0.05; done
+RCP_TEST_FAULT=rdma-rail-index=1 timeout 300 "$RCP" --transport rdma -P "$((port + 1))" --rails auto \
+  "$addr:d/big" "$work/out/lie2" 2> "$work/err"; rc=$?
+kill -TERM "$d2"; wait "$d2" 2>/dev/null
+check "a rail join that arrived on another device than the rail it names is refused (exit $rc)" \
+  sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/lie2' && grep -q 'a join for rail 2 (.*) arrived on' '$work/d2.log'"
+# --- failover: the second link goes down in the middle of a slowed push and a slowed pull,
+# run side by side (in the guest a rail opened over a link that bounced earlier times out in
+# rdma_cm, so both copies open their rails first and the link goes down once). In the push
+# rcpd reads: it drops its rail and reads those chunks again over the other; in the pull rcp
+# does. Both name the failed rail.
+rcp --rails auto --bwlimit 8M -v --json "$work/src" "$addr:d/fo-pushed" > "$work/fop.json" 2> "$work/errp" &
+push_pid=$!
+rcp --rails auto --bwlimit 8M -v --json "$addr:d/big" "$work/out/fo" > "$work/fo.json" 2> "$work/err" &
+pull_pid=$!
+# -v says "connected to" once the rails have joined; the link goes down a second later, with
+# both copies (48 MiB at 8 MB/s: 6 s or more) well under way.
+for _ in $(seq 600); do
+  grep -q "connected to" "$work/errp" 2>/dev/null && grep -q "connected to" "$work/err" 2>/dev/null && break
+  sleep 0.1
+done
+sleep 1
+ip link set "${RXE_NETDEV_C:-vethC}" down
+wait "$push_pid"; prc=$?
+wait "$pull_pid"; rc=$?
+link_up
+sleep 0.5
+grep -h "rail" "$work/d.log" | tail -n 6 | sed 's/^/    rcpd: /'
+sed 's/^/    push client: /' "$work/errp" | tail -n 4
+check "link down mid-push: exit 0, byte-identical, rcpd read over its rail ${RXE_DEV_D:-rxe3}, then dropped it, and rcp names ${RXE_DEV_C:-rxe2} (exit $prc)" \
+  sh -c "[ $prc = 0 ] && cmp -s '$work/src' '$work/exp/fo-pushed' && grep -q 'rail 2 (${RXE_DEV_D:-rxe3} to .*) failed' '$work/d.log' &&
+         grep -q 'rail ${RXE_DEV_D:-rxe3} to .*: [1-9][0-9]* bytes read in [0-9]* chunks, failed' '$work/d.log' &&
+         grep -q 'rail ${RXE_DEV_C:-rxe2} .*failed' '$work/errp'"
+f2=$(rail_field "$work/fo.json" "${RXE_DEV_C:-rxe2}" failed) fb=$(rail_field "$work/fo.json" "${RXE_DEV_C:-rxe2}" bytes)
+check "link of rail ${RXE_DEV_C:-rxe2} down mid-pull: exit 0, byte-identical, the rail carried bytes ($fb) then was named failed ($f2; exit $rc)" \
+  sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/fo' && [ '$f2' != None ] && [ '$f2' != missing ] && [ '$fb' -gt 0 ] 2>/dev/null &&
+         grep -q 'rail ${RXE_DEV_C:-rxe2} .*failed' '$work/err'"
+sleep 1
+# --- rcpd keeps nothing of the sessions: no QP, no MR of its pid
+qps=$(rdma res show qp 2>/dev/null | grep -c "pid $dpid ") mrs=$(rdma res show mr 2>/dev/null | grep -c "pid $dpid ")
+check "rcpd holds 0 QPs and 0 MRs after the copies (QPs $qps, MRs $mrs)" [ "$qps" = 0 -a "$mrs" = 0 ]
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
