@@ -55,7 +55,7 @@ run_suite() { # NAME SCRIPT BUILD
 # more than CI's 90-minute budget left. The other suites run under ASan over TCP in ctest.
 # RCP_RDMA_SAN_SUITES="copy block ..." widens that (e.g. by hand, with time to spare);
 # RCP_RDMA_SUITES narrows the first build's list (by hand, to rerun one suite over verbs).
-all_suites=${RCP_RDMA_SUITES:-copy block repl_filter meta sparse dryrun rails}
+all_suites=${RCP_RDMA_SUITES:-copy block repl_filter meta sparse dryrun xattr rails}
 san_suites=${RCP_RDMA_SAN_SUITES:-copy}
 first=1
 for b in "$@"; do
@@ -75,6 +75,8 @@ for b in "$@"; do
       sparse) run_suite sparse sparse_suite.sh "$b" ;;
       # -n/-i/--bwlimit: a dry run's sink issues no READ, --bwlimit paces the READs
       dryrun) run_suite dryrun dryrun_suite.sh "$b" ;;
+      # -X/-A: xattrs and ACLs against rsync -aX/-aA (XATTR pieces ride the control channel)
+      xattr) run_suite xattr xattr_suite.sh "$b" ;;
       # --rails: two rails, a link down mid-copy (issue 15); needs rxe-run --links 2
       rails)
         if [ -n "${RXE_ADDR_D:-}" ]; then run_suite rails rails_suite.sh "$b"
