@@ -142,9 +142,9 @@ class RdmaListener final : public Listener {
       // which the client may join QPs to (offer_joins hands them to joins).
       std::vector<wire::RailAddr> rails;
       if (ph->flags & wire::kHelloWantRails) rails = add_rails(*t);
-      if (Status st = t->offer_joins(joins_, token, qps, h); !st.ok()) {
+      if (Status offered = t->offer_joins(joins_, token, qps, h); !offered.ok()) {
         rdma_reject(t->id(), nullptr, 0);
-        return st.error();
+        return offered.error();
       }
       pd = rails.empty() ? wire::encode_hello_token(h, wire::kHelloToken, token)
                          : wire::encode_hello_rails(h, token, rails);

@@ -135,8 +135,8 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
         log_info("{}: the daemon offers no other rails; using 1", where);
       } else if (opt.rails.enabled) {
         RCP_ASSIGN(auto addrs, wire::decode_hello_rails(est.private_data));
-        const uint16_t port = ntohs(reinterpret_cast<sockaddr_in*>(&dst)->sin_port);  // same offset for IPv6
-        add_rails(*t, addrs, token, port, want, opt, where);
+        const uint16_t dst_port = ntohs(reinterpret_cast<sockaddr_in*>(&dst)->sin_port);  // same offset for IPv6
+        add_rails(*t, addrs, token, dst_port, want, opt, where);
       }
     }
   }
