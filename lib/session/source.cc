@@ -22,6 +22,7 @@
 #include "session/loop.h"
 #include "session/plan.h"
 #include "session/pool.h"
+#include "session/slot_map.h"
 #include "session/walk_totals.h"
 #include "session/xattr_pieces.h"
 #include "util/log.h"
@@ -31,11 +32,19 @@
 namespace rcp {
 namespace {
 
+/// A chunk of at most this many bytes (a small file's) takes a sub-slot
+/// (session/slot_map.h): one block of the sink's pool (kMaxBlockSize), so
+/// the sink's blocks, 256 by default, bound the small files in flight
+/// rather than the 16 slots of the window.
+constexpr uint32_t kSubSlot = 64u << 10;
+
 class Source {
  public:
   Source(Channel& ch, Ring& ring, SourceStream files, const SessionOptions& opt)
       : ch_(ch), t_(ch.transport()), ring_(ring), opt_(opt), stream_(std::move(files)),
-        pool_(t_, opt.slots, opt.chunk_size), free_(opt.slots), slots_(opt.slots) {}
+        pool_(t_, opt.slots, opt.chunk_size),
+        free_(opt.slots, opt.chunk_size, kSubSlot, kMaxSlots),
+        slots_(free_.ids()) {}
 
   Status init() {
     tally_.start(now_s());
@@ -97,7 +106,7 @@ class Source {
       submit_read(static_cast<uint32_t>(slot_index), f);
       return {};
     }
-    uint8_t* p = pool_.at(static_cast<uint32_t>(slot_index));
+    uint8_t* p = slot_at(static_cast<uint32_t>(slot_index));
     if (hp_ && s.length >= kOffloadMin) {
       hp_->submit({slot_index, {{p, s.length}}, s.file_id, s.offset});
       return {};
@@ -110,7 +119,7 @@ class Source {
   Status on_hashed(uint64_t slot_index, const wire::Digest& digest) {
     Slot& s = slots_[slot_index];
     File& f = files_.at(s.file_id);
-    uint8_t* p = pool_.at(static_cast<uint32_t>(slot_index));
+    uint8_t* p = slot_at(static_cast<uint32_t>(slot_index));
     wire::ChunkReady c;
     c.file_id = s.file_id;
     c.slot = static_cast<uint32_t>(slot_index);
@@ -149,9 +158,10 @@ class Source {
           continue;
         }
       }
-      uint32_t slot;
-      if (!free_.take_one(slot)) break;
       ChunkSpan c = chunk_at(f.size, opt_.chunk_size, f.next_chunk);
+      std::optional<uint32_t> taken = free_.take(c.length);
+      if (!taken) break;
+      const uint32_t slot = *taken;
       if (!pacer_.take(c.length)) {  // --bwlimit: read and announce it later (pace_wait_ms)
         free_.give(slot);
         break;
@@ -311,9 +321,11 @@ class Source {
     return proto_error(t_, fmt::format("unexpected {}", wire::MsgTraits<M>::name));
   }
 
+  uint8_t* slot_at(uint32_t id) const { return pool_.at(0) + free_.offset(id); }
+
   void submit_read(uint32_t slot, File& f) {
     Slot& s = slots_[slot];
-    uint8_t* p = pool_.at(slot) + s.done;
+    uint8_t* p = slot_at(slot) + s.done;
     // O_DIRECT only when the whole rest of the chunk is whole granules (a
     // file's tail and odd chunk sizes are read buffered, in one piece).
     const uint32_t want = s.length - s.done;
@@ -327,7 +339,7 @@ class Source {
         return;
       }
     }
-    while (!ring_.read_fixed(fd, p, want, s.offset + s.done, pool_.buf_index(slot), slot))
+    while (!ring_.read_fixed(fd, p, want, s.offset + s.done, pool_.buf_index(free_.whole(slot)), slot))
       (void)ring_.submit();
   }
 
@@ -512,7 +524,7 @@ class Source {
   std::optional<SourceOpener> next_;  // taken from stream_, not yet opened
   Pool pool_;
   std::unique_ptr<HashPool> hp_;  // after pool_: its workers stop before the pool goes
-  IndexPool free_;
+  SlotMap free_;  // slots lent to the sink, by id (session/slot_map.h)
   std::vector<Slot> slots_;
   std::map<uint32_t, File> files_;
   std::map<std::pair<uint64_t, uint64_t>, LinkGroup> links_;  // (dev, ino) of files with more links to come (-H)

@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <chrono>
 #include <thread>
@@ -373,6 +374,80 @@ TEST_CASE("engine: the source lends no more chunks than its slots and refills on
   INFO("violations: ", seen.violations.empty() ? "" : seen.violations.front());
   CHECK(seen.violations.empty());
   CHECK(seen.max_chunks_out == 3);
+}
+
+TEST_CASE("engine: small files take sub-slots: more in flight than slots, each refilled only when returned") {
+  // 2 slots of 256 KiB split into 4 sub-slots of 64 KiB each (session/slot_map.h).
+  TempDir src;
+  std::vector<std::string> paths;
+  for (int i = 0; i < 20; ++i) {
+    paths.push_back(src.str("s" + std::to_string(i)));
+    write_file(paths.back(), pattern(4096, 40 + i));
+  }
+  SessionOptions opt = options();
+  opt.chunk_size = 256 * 1024;
+  opt.slots = 2;
+  FakeLink link({.credit_limit = 8});
+  SourceThread source(link.a(), paths, opt);
+  std::vector<wire::Message> got;
+  REQUIRE(await(link.b(), got, [](auto& v) { return count_of<wire::ChunkReady>(v) >= 8; }));
+  std::set<uint32_t> slots;
+  for (auto& m : got)
+    if (auto* c = std::get_if<wire::ChunkReady>(&m)) {
+      CHECK(c->slot >= opt.slots);  // a sub-slot id, not a whole slot
+      CHECK(c->slot < opt.slots + opt.slots * 4);
+      slots.insert(c->slot);
+    }
+  CHECK(slots.size() == 8);
+  link.inject(Side::b, wire::ChunkDone{{*slots.begin()}});
+  REQUIRE(await(link.b(), got, [](auto& v) { return count_of<wire::ChunkReady>(v) >= 9; }));
+  link.inject(Side::b, wire::ErrorMsg{ECANCELED, "test sink gives up"});
+  REQUIRE_FALSE(source.join().ok());
+  auto seen = link.seen();
+  INFO("violations: ", seen.violations.empty() ? "" : seen.violations.front());
+  CHECK(seen.violations.empty());
+  CHECK(seen.max_chunks_out == 8);
+}
+
+TEST_CASE("engine: small and big files mixed over sub-slots arrive byte-identical") {
+  TempDir src, dst;
+  std::vector<std::string> paths;
+  for (int i = 0; i < 40; ++i) {
+    paths.push_back(src.str("m" + std::to_string(i)));
+    const size_t size = i % 7 == 3 ? 700 * 1024 + i : i % 5 == 0 ? 64 * 1024 + 1 : 1 + 997 * i;
+    write_file(paths.back(), pattern(size, 90 + i));
+  }
+  SessionOptions opt = options();
+  opt.chunk_size = 256 * 1024;
+  opt.slots = 2;
+  FakeLink link({.credit_limit = 8});
+  Copy c = copy(link, paths, dst.str(), opt);
+  REQUIRE(c.source->ok());
+  REQUIRE(c.sink->ok());
+  for (auto& p : paths) CHECK(read_file(dst.str(fs::path(p).filename().string())) == read_file(p));
+  CHECK(link.seen().violations.empty());
+}
+
+TEST_CASE("lying sink: a sub-slot returned twice, or one never lent, is a protocol error") {
+  for (int lie : {0, 1}) {
+    CAPTURE(lie);
+    TempDir src, dst;
+    const std::string p = src.str("f");
+    write_file(p, pattern(4096, 19));  // one small chunk: one sub-slot lent
+    FakeLink link;
+    SessionOptions opt = options();
+    opt.chunk_size = 256 * 1024;
+    opt.slots = 2;
+    link.set_hook(Side::b, [&](wire::Message& m, std::vector<wire::Message>& out) {
+      if (auto* d = std::get_if<wire::ChunkDone>(&m)) {
+        if (lie == 0) d->slots.push_back(d->slots.front());      // the same sub-slot twice
+        else d->slots.push_back(opt.slots + 4 * opt.slots - 1);  // a sub-slot of a slot never split
+      }
+      out.push_back(m);
+    });
+    Copy c = copy(link, {p}, dst.str(), opt);
+    require_refused(*c.source, "that was not lent");
+  }
 }
 
 TEST_CASE("fake link: flags a chunk beyond the slots lent and a slot lent twice") {
