@@ -245,7 +245,7 @@ PlacedEntry DestinationTree::place(const std::string& name, unsigned type, unsig
   // dentry, 15 % of the daemon's time receiving 10,000 new 4 KiB files
   // when it was done three times.
   struct stat st;
-  const bool exists = look(dir_fd, target, e.old, st);
+  const bool exists = !fresh_.count(dir_name(name)) && look(dir_fd, target, e.old, st);
   // A FIFO, socket or device at the destination is never replaced by a
   // file, a hard link or a symlink (only -D's own kind of entry replaces it).
   if (exists && (is_file || type == S_IFLNK)) {
@@ -362,7 +362,10 @@ std::shared_ptr<Fd> DestinationTree::existing_subdir(const std::string& rel) {
   }
   auto p = std::make_shared<Fd>(std::move(cur));
   if (!p->valid()) return p;  // (not cached: a real run's subdir() makes it later)
-  if (dirs_.size() >= kDirCache) dirs_.clear();
+  if (dirs_.size() >= kDirCache) {
+    dirs_.clear();
+    fresh_.clear();
+  }
   dirs_.emplace(rel, p);
   return p;
 }
@@ -388,10 +391,15 @@ bool DestinationTree::look(int dir_fd, const std::string& leaf, OldEntry& o, str
 
 Result<std::shared_ptr<Fd>> DestinationTree::subdir(const std::string& rel, unsigned mode) {
   if (auto it = dirs_.find(rel); it != dirs_.end()) return it->second;
-  RCP_ASSIGN(Fd fd, make_dirs_beneath(dest_.dir.get(), rel, mode));
+  bool made = false;
+  RCP_ASSIGN(Fd fd, make_dirs_beneath(dest_.dir.get(), rel, mode, &made));
   // Bounded: a cleared cache costs one reopen per directory, never a leak
   // of fds for a tree with many directories.
-  if (dirs_.size() >= kDirCache) dirs_.clear();
+  if (dirs_.size() >= kDirCache) {
+    dirs_.clear();
+    fresh_.clear();
+  }
+  if (made) fresh_.insert(rel);
   auto p = std::make_shared<Fd>(std::move(fd));
   dirs_.emplace(rel, p);
   return p;

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "fs/blockdev.h"
@@ -181,6 +182,13 @@ class DestinationTree {
   Preserve preserve_;
   uint32_t seen_ = 0;  // entries placed so far
   std::unordered_map<std::string, std::shared_ptr<Fd>> dirs_;
+  /// Of dirs_, those this session created: nothing stands in them that the
+  /// session did not put there, so place() does not look for an old entry
+  /// (an lstat that fails costs a negative dentry: 7 % of the daemon's time
+  /// receiving 10,000 new 4 KiB files, perf). A name sent twice still cannot
+  /// clobber blindly: a new file's link fails with EEXIST and falls back to
+  /// temp + rename, a symlink or special is renamed into place.
+  std::unordered_set<std::string> fresh_;
 };
 
 }  // namespace rcp

@@ -75,7 +75,7 @@ Result<Fd> open_beneath(int root_fd, std::string_view rel, int flags, unsigned m
   return Fd(static_cast<int>(fd));
 }
 
-Result<Fd> make_dirs_beneath(int root_fd, std::string_view rel, unsigned mode) {
+Result<Fd> make_dirs_beneath(int root_fd, std::string_view rel, unsigned mode, bool* made_last) {
   RCP_ASSIGN(std::string clean, clean_relative(rel));
   RCP_ASSIGN(Fd cur, open_beneath(root_fd, "", O_RDONLY | O_DIRECTORY));
   size_t i = 0;
@@ -83,8 +83,9 @@ Result<Fd> make_dirs_beneath(int root_fd, std::string_view rel, unsigned mode) {
     size_t j = clean.find('/', i);
     if (j == std::string::npos) j = clean.size();
     const std::string comp = clean.substr(i, j - i);
-    if (::mkdirat(cur.get(), comp.c_str(), mode) != 0 && errno != EEXIST)
-      return sys_error("mkdir '" + clean.substr(0, j) + "'");
+    const bool made = ::mkdirat(cur.get(), comp.c_str(), mode) == 0;
+    if (!made && errno != EEXIST) return sys_error("mkdir '" + clean.substr(0, j) + "'");
+    if (made_last) *made_last = made;
     auto next = open_beneath(cur.get(), comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
     if (!next.ok()) return make_error(next.error().code, "'" + clean.substr(0, j) + "': " + next.error().context);
     cur = std::move(next.value());

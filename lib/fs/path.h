@@ -36,8 +36,9 @@ Result<Fd> open_beneath(int root_fd, std::string_view rel, int flags, unsigned m
 
 /// Creates (where missing) and opens the directory `rel` — a cleaned
 /// relative path — beneath root, one component at a time; a component that
-/// is a symlink or leads outside is refused, never followed.
-Result<Fd> make_dirs_beneath(int root_fd, std::string_view rel, unsigned mode = 0755);
+/// is a symlink or leads outside is refused, never followed. made_last (if
+/// given) says whether the last component was created by this call.
+Result<Fd> make_dirs_beneath(int root_fd, std::string_view rel, unsigned mode = 0755, bool* made_last = nullptr);
 
 /// One entry of a directory tree, relative to the walked directory.
 struct TreeEntry {

@@ -1838,6 +1838,44 @@ TEST_CASE("lying source: a symlink, then entries through it, write nothing outsi
   }
 }
 
+TEST_CASE("sink: names sent twice into a directory the session made replace what it put there, never through it") {
+  // place() does not lstat in a directory this session created (nothing else is in it);
+  // a second entry of one name must still replace the first, never follow it.
+  TempDir top;
+  fs::create_directory(top.path / "dst");
+  fs::create_directory(top.path / "outside");
+  const std::string dst = top.str("dst");
+  const auto mem = pattern(kChunk, 29);
+  FakeLink link;
+  ScriptedSource s(link, mem);
+  SinkThread sink(link.b(), dst, archive_options());
+  s.send(wire::FileBegin{1, 0, S_IFDIR | 0755, 0, "d"});
+  s.send(wire::FileEnd{1, 0, ScriptedSource::file_digest(0, {})});
+  s.send(wire::FileBegin{2, 10, 0644, 0, "d/a"});
+  auto c2 = s.chunk(2, 0, 0, 10);
+  s.send(c2);
+  s.send(wire::FileEnd{2, 10, ScriptedSource::file_digest(10, {c2})});
+  s.send(symlink_entry(3, "d/l", top.str("outside") + "/x"));
+  s.send(wire::FileEnd{3, 0, ScriptedSource::file_digest(0, {})});
+  s.send(wire::FileBegin{4, 20, 0644, 0, "d/a"});  // "a" again, longer
+  auto c4 = s.chunk(4, 1, 0, 20);
+  s.send(c4);
+  s.send(wire::FileEnd{4, 20, ScriptedSource::file_digest(20, {c4})});
+  s.send(wire::FileBegin{5, 7, 0644, 0, "d/l"});  // a file where it made a symlink
+  auto c5 = s.chunk(5, 2, 0, 7);
+  s.send(c5);
+  s.send(wire::FileEnd{5, 7, ScriptedSource::file_digest(7, {c5})});
+  s.send(wire::Finish{});
+  auto& r = sink.join();
+  REQUIRE(r.ok());
+  CHECK(r.value().files_failed == 0);
+  CHECK(read_file(top.str("dst/d/a")) == std::vector<uint8_t>(mem.begin(), mem.begin() + 20));
+  CHECK_FALSE(fs::is_symlink(top.path / "dst" / "d" / "l"));
+  CHECK(read_file(top.str("dst/d/l")) == std::vector<uint8_t>(mem.begin(), mem.begin() + 7));
+  CHECK(fs::is_empty(top.path / "outside"));
+  CHECK(temps_in(top.path / "dst" / "d").empty());
+}
+
 TEST_CASE("sink: a file or symlink replaces a symlink in the destination, never writes through it") {
   TempDir top;
   fs::create_directory(top.path / "dst");
