@@ -80,6 +80,11 @@ SourceOpener skipped_entry(std::string note);
 Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::string shown, bool beneath,
                                     bool devices = false);
 
+/// The walk's regular file `leaf` in dir_fd (getdents said DT_REG), opened
+/// at once — O_NOFOLLOW, O_NONBLOCK, O_NOCTTY — and sent only if fstat on
+/// the opened file says regular; anything swapped in is refused (EAGAIN).
+Result<SourceFile> open_listed_file(int dir_fd, const std::string& leaf, std::string shown);
+
 /// A symlink (its target read verbatim, never followed), FIFO, socket or
 /// device at `path`, described but not opened: what -l and -D send.
 Result<SourceFile> open_source_entry(int dir_fd, const std::string& path, std::string shown, bool beneath);

@@ -1087,6 +1087,33 @@ TEST_CASE("sources: a FIFO, socket or device is refused without being opened (no
   CHECK(dev.error().context.find("character device") != std::string::npos);
 }
 
+TEST_CASE("sources: a listed regular file swapped for a FIFO, a symlink or a directory is refused, never blocks") {
+  TempDir src;
+  write_file(src.str("reg"), pattern(100, 3));
+  REQUIRE(::mkfifo(src.str("fifo").c_str(), 0644) == 0);
+  REQUIRE(::symlink("reg", src.str("link").c_str()) == 0);
+  REQUIRE(::mkdir(src.str("dir").c_str(), 0755) == 0);
+  Fd dir(::open(src.str().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  auto ok = open_listed_file(dir.get(), "reg", "m/reg");
+  REQUIRE(ok.ok());
+  CHECK(ok->size == 100);
+  CHECK((::fcntl(ok->fd.get(), F_GETFL) & O_NONBLOCK) == 0);  // io_uring reads of it may wait
+  auto fut = std::async(std::launch::async, [&] { return open_listed_file(dir.get(), "fifo", "m/fifo"); });
+  if (fut.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    int w = ::open(src.str("fifo").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    FAIL("opening a FIFO blocked");
+    if (w >= 0) ::close(w);
+  }
+  auto fifo = fut.get();
+  REQUIRE_FALSE(fifo.ok());
+  CHECK(fifo.error().context.find("'m/fifo' was replaced by a FIFO") != std::string::npos);
+  CHECK_FALSE(open_listed_file(dir.get(), "link", "m/link").ok());  // O_NOFOLLOW
+  auto d = open_listed_file(dir.get(), "dir", "m/dir");
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.error().context.find("replaced by") != std::string::npos);
+  CHECK_FALSE(open_listed_file(dir.get(), "../" + src.path.filename().string() + "/reg", "m/x").ok());  // beneath
+}
+
 // ---------------------------------------------------------------- bounds
 
 TEST_CASE("lying source: more files begun and not ended than kMaxFilesOpen is a protocol error") {
