@@ -610,7 +610,7 @@ class Sink {
     auto it = writes_.emplace(id, w).first;
     f.touched = true;
     if (fd == f.tmp.fd()) {  // buffered (the O_DIRECT twin always goes through the ring)
-      if (f.inline_writes < 0) f.inline_writes = write_inline(f.tmp.fd());
+      if (f.inline_writes < 0) f.inline_writes = writes_inline(f);
       if (f.inline_writes) {
         const ssize_t r = ::pwrite(fd, pool_.at(w.block) + w.buf_off, w.len, static_cast<off_t>(w.file_off));
         it->second.inline_res = r < 0 ? -errno : static_cast<int>(r);
@@ -620,6 +620,20 @@ class Sink {
     }
     while (!ring_.write_fixed(fd, pool_.at(w.block) + w.buf_off, w.len, w.file_off, pool_.buf_index(w.block), id))
       (void)ring_.submit();
+  }
+
+  /// write_inline() asked once per directory, not per file: a directory's
+  /// files are on its file system (an fstatfs per file was 2 % of the
+  /// daemon's time receiving 10,000 x 4 KiB files). f.parent null: the
+  /// destination directory itself.
+  bool writes_inline(const File& f) {
+    const bool same = inline_asked_ && (f.parent ? !inline_dir_.expired() && inline_dir_.lock() == f.parent : inline_top_);
+    if (same) return inline_answer_;
+    inline_answer_ = write_inline(f.tmp.fd());
+    inline_asked_ = true;
+    inline_top_ = !f.parent;
+    inline_dir_ = f.parent;
+    return inline_answer_;
   }
 
   void finish_chunk(uint64_t cookie) {
@@ -939,6 +953,8 @@ class Sink {
   std::optional<Pruner> pruner_;  // --delete
   std::map<uint32_t, File> files_;
   std::deque<wire::ChunkReady> queue_;
+  bool inline_asked_ = false, inline_top_ = false, inline_answer_ = false;  // writes_inline()'s last answer ...
+  std::weak_ptr<Fd> inline_dir_;                                            // ... and its directory
   std::deque<wire::EntryDeleted> deleted_;  // --delete's removals, sent before DONE
   std::unordered_map<uint64_t, Pending> pending_;
   std::unordered_map<uint64_t, Write> writes_;

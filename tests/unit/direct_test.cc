@@ -6,6 +6,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "io/write_inline.h"
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include "io/direct.h"
 
 using namespace rcp;
@@ -42,4 +45,23 @@ TEST_CASE("open_direct: a regular file on a file system with O_DIRECT, or a clea
   }
   ::unlink(path);
   ::close(fd);
+}
+
+TEST_CASE("write_inline: a tmpfs file yes, a disk file and a device node (on devtmpfs) no") {
+  // /dev/null's node is on devtmpfs, which fstatfs reports as tmpfs: without
+  // the regular-file check a block device's writes would be done inline.
+  Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  REQUIRE(null.valid());
+  CHECK_FALSE(write_inline(null.get()));
+  CHECK_FALSE(read_inline(null.get()));
+  struct statfs shm {};
+  if (::statfs("/dev/shm", &shm) == 0 && shm.f_type == TMPFS_MAGIC) {
+    char name[] = "/dev/shm/rcp-inline.XXXXXX";
+    Fd f(::mkstemp(name));
+    REQUIRE(f.valid());
+    ::unlink(name);
+    CHECK(write_inline(f.get()));
+  } else {
+    MESSAGE("SKIP: /dev/shm is not tmpfs here; only the negative cases ran");
+  }
 }
