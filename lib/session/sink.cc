@@ -125,7 +125,6 @@ class Sink {
     if (wit == writes_.end()) return make_error(EIO, "internal: unknown write completion");
     Write w = wit->second;
     writes_.erase(wit);
-    if (w.inline_res) res = *w.inline_res;  // written by submit_write; this was its NOP
     Pending& p = pending_.at(w.cookie);
     File& f = files_.at(p.c.file_id);
     if (res < 0 && !f.failed) fail_file(f, make_error(-res, "write '" + f.shown + "'").message());
@@ -153,6 +152,13 @@ class Sink {
   }
 
   Status pump(bool& started) {
+    // Writes done inline by submit_one() (a short one's rest may add more).
+    while (!written_inline_.empty()) {
+      std::vector<std::pair<uint64_t, int>> done;
+      done.swap(written_inline_);
+      for (auto [id, res] : done) RCP_TRY(on_io(id, res));
+      started = true;
+    }
     while (!queue_.empty()) {
       wire::ChunkReady& c = queue_.front();
       File& f = files_.at(c.file_id);
@@ -286,7 +292,6 @@ class Sink {
     uint64_t file_off;
     uint32_t buf_off;
     uint32_t len;
-    std::optional<int> inline_res = {};  // pwrite's result (-errno) when written inline
   };
 
   Status handle(wire::FileBegin& fb) {
@@ -607,14 +612,16 @@ class Sink {
 
   void submit_one(File& f, const Write& w, int fd) {
     const uint64_t id = next_write_++;
-    auto it = writes_.emplace(id, w).first;
+    writes_.emplace(id, w);
     f.touched = true;
     if (fd == f.tmp.fd()) {  // buffered (the O_DIRECT twin always goes through the ring)
       if (f.inline_writes < 0) f.inline_writes = writes_inline(f);
       if (f.inline_writes) {
+        // Completed in pump(), not here: the caller still walks the chunk's
+        // blocks. No NOP through the ring for it (an SQE and a CQE per
+        // small file).
         const ssize_t r = ::pwrite(fd, pool_.at(w.block) + w.buf_off, w.len, static_cast<off_t>(w.file_off));
-        it->second.inline_res = r < 0 ? -errno : static_cast<int>(r);
-        while (!ring_.nop(id)) (void)ring_.submit();
+        written_inline_.push_back({id, r < 0 ? -errno : static_cast<int>(r)});
         return;
       }
     }
@@ -953,6 +960,7 @@ class Sink {
   std::optional<Pruner> pruner_;  // --delete
   std::map<uint32_t, File> files_;
   std::deque<wire::ChunkReady> queue_;
+  std::vector<std::pair<uint64_t, int>> written_inline_;  // (write id, pwrite's result or -errno), for pump()
   bool inline_asked_ = false, inline_top_ = false, inline_answer_ = false;  // writes_inline()'s last answer ...
   std::weak_ptr<Fd> inline_dir_;                                            // ... and its directory
   std::deque<wire::EntryDeleted> deleted_;  // --delete's removals, sent before DONE
