@@ -94,10 +94,6 @@ class Source {
 
   Status on_io(uint64_t slot_index, int res) {
     Slot& s = slots_[slot_index];
-    if (s.inline_res) {  // read by submit_read; this was its NOP
-      res = *s.inline_res;
-      s.inline_res.reset();
-    }
     File& f = files_.at(s.file_id);
     if (res < 0) return make_error(-res, "read '" + f.shown + "'");
     if (res == 0) return make_error(EIO, fmt::format("'{}' shrank while being sent (EOF at {})", f.shown, s.offset + s.done));
@@ -137,6 +133,13 @@ class Source {
   }
 
   Status pump(bool& started) {
+    // Reads done inline by submit_read() (a short one's rest may add more).
+    while (!read_inline_.empty()) {
+      std::vector<std::pair<uint32_t, int>> done;
+      done.swap(read_inline_);
+      for (auto [slot, res] : done) RCP_TRY(on_io(slot, res));
+      started = true;
+    }
     for (;;) {
       if (!cur_) {
         if (!more() || files_.size() >= kMaxFilesInFlight || unended_ >= std::clamp<uint32_t>(opt_.max_files_open, 1, kMaxFilesOpen)) break;
@@ -211,7 +214,6 @@ class Source {
     uint64_t offset = 0;
     uint32_t length = 0;
     uint32_t done = 0;
-    std::optional<int> inline_res = {};  // pread's result (-errno) when read inline
   };
 
   static double now_s() {
@@ -346,9 +348,10 @@ class Source {
     if (fd == f.fd.get()) {  // buffered: from tmpfs pread here, not via io-wq (io/write_inline.h)
       if (f.inline_reads < 0) f.inline_reads = reads_inline(f);
       if (f.inline_reads) {
+        // Completed in the next pump(), not here (the caller is in the
+        // middle of its file), and not through a NOP on the ring.
         const ssize_t r = ::pread(fd, p, want, static_cast<off_t>(s.offset + s.done));
-        s.inline_res = r < 0 ? -errno : static_cast<int>(r);
-        while (!ring_.nop(slot)) (void)ring_.submit();
+        read_inline_.push_back({slot, r < 0 ? -errno : static_cast<int>(r)});
         return;
       }
     }
@@ -539,6 +542,7 @@ class Source {
   Pool pool_;
   std::unique_ptr<HashPool> hp_;  // after pool_: its workers stop before the pool goes
   SlotMap free_;  // slots lent to the sink, by id (session/slot_map.h)
+  std::vector<std::pair<uint32_t, int>> read_inline_;  // (slot, pread's result or -errno), for pump()
   uint64_t inline_dev_ = 0;  // the file system read_inline() was last asked about, and its answer
   bool inline_dev_reads_ = false;
   std::vector<Slot> slots_;
