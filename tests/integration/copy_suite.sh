@@ -545,7 +545,10 @@ check "  ... tree identical" diff -r "$qc" "$out/qc"
 rcp -r --stats "$addr:data/qc" "$out/" > "$work/s1"
 check "--stats alone prints its totals on stdout" grep -q "^Total transferred file size: 0 bytes" "$work/s1"
 # same size and mtime but other bytes: skipped by the quick check; -c compares content
-printf 'X' | dd of="$exp/qc/d1/small" bs=1 seek=100 conv=notrunc status=none
+# (a byte other than the source's there: a random file holds 'X' at 100 once in 256 runs)
+b100=$(od -An -tu1 -j100 -N1 "$qc/d1/small" | tr -d ' ')
+printf "\\$(printf %03o $(( (b100 + 1) % 256 )))" | dd of="$exp/qc/d1/small" bs=1 seek=100 conv=notrunc status=none
+check "  (the export's copy now differs from the source)" bash -c "! cmp -s '$qc/d1/small' '$exp/qc/d1/small'"
 touch -r "$qc/d1/small" "$exp/qc/d1/small"
 rcp --json "$addr:data/qc/d1/small" "$out/qc/d1/small" > "$work/j5"
 jcheck "quick check: same size and mtime is skipped" "$work/j5" files_skipped -eq 1
