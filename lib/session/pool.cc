@@ -1,6 +1,5 @@
 #include "session/pool.h"
 
-#include <sys/mman.h>
 #include <sys/uio.h>
 
 #include <fmt/core.h>
@@ -12,14 +11,14 @@ namespace rcp {
 
 Pool::~Pool() {
   if (key_) t_.deregister_memory(key_);
-  if (base_) ::munmap(base_, len_);
 }
 
 Status Pool::init(Ring& ring, bool remote_read) {
   len_ = size_t{units_} * unit_;
-  void* p = ::mmap(nullptr, len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (p == MAP_FAILED) return sys_error(fmt::format("allocate buffer pool of {} bytes", len_));
-  base_ = static_cast<uint8_t*>(p);
+  auto mem = AnonMemory::map(len_);
+  if (!mem.ok()) return make_error(mem.error().code, fmt::format("allocate buffer pool of {} bytes", len_));
+  mem_ = std::move(mem.value());
+  base_ = mem_.data();
   auto key = t_.register_memory(base_, len_, remote_read);
   if (!key.ok()) return registration_error(key.error().code, len_, "the buffer pool", key.error().context);
   key_ = key.value();

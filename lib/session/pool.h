@@ -10,6 +10,7 @@
 
 #include "io/ring.h"
 #include "transport/transport.h"
+#include "util/anon_memory.h"
 #include "util/result.h"
 
 namespace rcp {
@@ -33,6 +34,7 @@ class Pool {
  private:
   Transport& t_;
   uint32_t units_, unit_;
+  AnonMemory mem_;  // (deregistered in ~Pool before this unmaps it)
   uint8_t* base_ = nullptr;
   size_t len_ = 0;
   uint32_t key_ = 0;
