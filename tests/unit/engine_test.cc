@@ -249,6 +249,13 @@ struct ScriptedSource {
     for (auto& c : chunks) l.add_digest(c.offset, c.length, c.digest);
     return l.file_digest();
   }
+  /// An honest file of one chunk: FILE_BEGIN, its CHUNK_READY (mem's first `size` bytes, in `slot`), FILE_END.
+  void send_file(uint32_t id, const std::string& name, uint32_t size, uint32_t slot) {
+    send(wire::FileBegin{id, size, 0644, 0, name});
+    auto c = chunk(id, slot, 0, size);
+    send(c);
+    send(wire::FileEnd{id, size, file_digest(size, {c})});
+  }
 };
 
 /// Checks the run failed with a protocol error naming `words` (not fatal, so
@@ -745,10 +752,7 @@ TEST_CASE("sink: a name leading out of the destination fails that file and write
     FakeLink link;
     ScriptedSource s(link, pattern(kChunk, 22));
     SinkThread sink(link.b(), dst, options());
-    s.send(wire::FileBegin{1, 10, 0644, 0, name});
-    auto c = s.chunk(1, 0, 0, 10);
-    s.send(c);
-    s.send(wire::FileEnd{1, 10, ScriptedSource::file_digest(10, {c})});
+    s.send_file(1, name, 10, 0);
     s.send(wire::Finish{});
     auto& r = sink.join();
     REQUIRE(r.ok());
@@ -1878,20 +1882,11 @@ TEST_CASE("sink: names sent twice into a directory the session made replace what
   SinkThread sink(link.b(), dst, archive_options());
   s.send(wire::FileBegin{1, 0, S_IFDIR | 0755, 0, "d"});
   s.send(wire::FileEnd{1, 0, ScriptedSource::file_digest(0, {})});
-  s.send(wire::FileBegin{2, 10, 0644, 0, "d/a"});
-  auto c2 = s.chunk(2, 0, 0, 10);
-  s.send(c2);
-  s.send(wire::FileEnd{2, 10, ScriptedSource::file_digest(10, {c2})});
+  s.send_file(2, "d/a", 10, 0);
   s.send(symlink_entry(3, "d/l", top.str("outside") + "/x"));
   s.send(wire::FileEnd{3, 0, ScriptedSource::file_digest(0, {})});
-  s.send(wire::FileBegin{4, 20, 0644, 0, "d/a"});  // "a" again, longer
-  auto c4 = s.chunk(4, 1, 0, 20);
-  s.send(c4);
-  s.send(wire::FileEnd{4, 20, ScriptedSource::file_digest(20, {c4})});
-  s.send(wire::FileBegin{5, 7, 0644, 0, "d/l"});  // a file where it made a symlink
-  auto c5 = s.chunk(5, 2, 0, 7);
-  s.send(c5);
-  s.send(wire::FileEnd{5, 7, ScriptedSource::file_digest(7, {c5})});
+  s.send_file(4, "d/a", 20, 1);  // "a" again, longer
+  s.send_file(5, "d/l", 7, 2);   // a file where it made a symlink
   s.send(wire::Finish{});
   auto& r = sink.join();
   REQUIRE(r.ok());
