@@ -10,20 +10,9 @@
 # Needs root, losetup and mkfs.ext4: without them it SKIPS (exit 77) and says so loudly.
 # Prints PASS/FAIL lines and ends with "N passed, N failed"; exit status 1 if any failed.
 set -u
-bin= transport=tcp addr=127.0.0.1 work=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --transport) transport=$2; shift 2 ;;
-    --addr) addr=$2; shift 2 ;;
-    --work) work=$2; shift 2 ;;
-    *) echo "block_suite: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
-[ -n "$bin" ] || { echo "block_suite: --bin DIR is required" >&2; exit 2; }
-RCP=$(cd "$bin/../rcp" 2>/dev/null && pwd)/rcp; [ -x "$RCP" ] || RCP=$bin/rcp
-RCPD=$(cd "$bin/../rcpd" 2>/dev/null && pwd)/rcpd; [ -x "$RCPD" ] || RCPD=$bin/rcpd
-for b in "$RCP" "$RCPD"; do [ -x "$b" ] || { echo "block_suite: $b not built" >&2; exit 2; }; done
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # suite_args, suite_bins
+suite_args block_suite "$@"
+suite_bins block_suite
 skip() {
   echo "block_suite: ######## SKIPPING THE WHOLE BLOCK-DEVICE SUITE: $* ########" >&2
   exit 77

@@ -21,3 +21,31 @@ writing_into() {
 
 # no_temps DIR: nothing of an unfinished copy in DIR's tree (see writing_into).
 no_temps() { ! writing_into "$1"; }
+
+# suite_args NAME "$@": the arguments every suite takes, --bin DIR (required), --transport
+# tcp|rdma (default tcp), --addr ADDR (default 127.0.0.1), --work DIR; sets bin, transport,
+# addr and work, and exits 2 naming NAME on anything else.
+suite_args() {
+  local name=$1
+  shift
+  bin= transport=tcp addr=127.0.0.1 work=
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --bin) bin=$2; shift 2 ;;
+      --transport) transport=$2; shift 2 ;;
+      --addr) addr=$2; shift 2 ;;
+      --work) work=$2; shift 2 ;;
+      *) echo "$name: unknown argument $1" >&2; exit 2 ;;
+    esac
+  done
+  [ -n "$bin" ] || { echo "$name: --bin DIR is required" >&2; exit 2; }
+}
+
+# suite_bins NAME: RCP and RCPD from --bin (a build tree's rcp/ and rcpd/, or one directory
+# holding both); exits 2 naming NAME when either is not built.
+suite_bins() {
+  RCP=$(cd "$bin/../rcp" 2>/dev/null && pwd)/rcp; [ -x "$RCP" ] || RCP=$bin/rcp
+  RCPD=$(cd "$bin/../rcpd" 2>/dev/null && pwd)/rcpd; [ -x "$RCPD" ] || RCPD=$bin/rcpd
+  local b
+  for b in "$RCP" "$RCPD"; do [ -x "$b" ] || { echo "$1: $b not built" >&2; exit 2; }; done
+}

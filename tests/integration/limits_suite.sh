@@ -11,15 +11,7 @@
 # 127.0.0.1), so max_per_host does not decide every check by itself.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # writing_into
-bin= work=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --work) work=$2; shift 2 ;;
-    *) echo "limits_suite: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
-[ -n "$bin" ] || { echo "limits_suite: --bin DIR is required" >&2; exit 2; }
+suite_args limits_suite "$@"
 RCP=$(cd "$bin/../rcp" 2>/dev/null && pwd)/rcp; [ -x "$RCP" ] || RCP=$bin/rcp
 RCPD=$(cd "$bin/../rcpd" 2>/dev/null && pwd)/rcpd; [ -x "$RCPD" ] || RCPD=$bin/rcpd
 RAWPEER=$(cd "$bin/.." && pwd)/tests/rawpeer

@@ -9,20 +9,9 @@
 # usage: meta_suite.sh --bin DIR --transport tcp|rdma [--addr ADDR] [--work DIR]
 # Prints PASS/FAIL lines and ends with "N passed, N failed"; exit status 1 if any failed.
 set -u
-bin= transport=tcp addr=127.0.0.1 work=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --transport) transport=$2; shift 2 ;;
-    --addr) addr=$2; shift 2 ;;
-    --work) work=$2; shift 2 ;;
-    *) echo "meta_suite: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
-[ -n "$bin" ] || { echo "meta_suite: --bin DIR is required" >&2; exit 2; }
-RCP=$(cd "$bin/../rcp" 2>/dev/null && pwd)/rcp; [ -x "$RCP" ] || RCP=$bin/rcp
-RCPD=$(cd "$bin/../rcpd" 2>/dev/null && pwd)/rcpd; [ -x "$RCPD" ] || RCPD=$bin/rcpd
-for b in "$RCP" "$RCPD"; do [ -x "$b" ] || { echo "meta_suite: $b not built" >&2; exit 2; }; done
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # suite_args, suite_bins
+suite_args meta_suite "$@"
+suite_bins meta_suite
 command -v rsync > /dev/null || { echo "meta_suite: rsync is needed as the reference" >&2; exit 2; }
 command -v python3 > /dev/null || { echo "meta_suite: python3 is needed to compare trees" >&2; exit 2; }
 

@@ -10,15 +10,8 @@
 #
 # usage: shard_slurm.sh --bin DIR [--work DIR]       (as root: slurmd runs the tasks as root)
 set -u
-bin= work=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --work) work=$2; shift 2 ;;
-    *) echo "shard_slurm: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
-[ -n "$bin" ] || { echo "shard_slurm: --bin DIR is required" >&2; exit 2; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # suite_args, suite_bins
+suite_args shard_slurm "$@"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 RCP=$(cd "$bin/../rcp" 2>/dev/null && pwd)/rcp; [ -x "$RCP" ] || RCP=$bin/rcp
 RCPD=$(cd "$bin/../rcpd" 2>/dev/null && pwd)/rcpd; [ -x "$RCPD" ] || RCPD=$bin/rcpd

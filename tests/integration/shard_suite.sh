@@ -14,22 +14,11 @@
 # usage: shard_suite.sh --bin DIR [--transport tcp|rdma] [--addr ADDR] [--work DIR]
 # Prints PASS/FAIL lines and ends with "N passed, N failed"; exit status 1 if any failed.
 set -u
-bin= transport=tcp addr=127.0.0.1 work=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --transport) transport=$2; shift 2 ;;
-    --addr) addr=$2; shift 2 ;;
-    --work) work=$2; shift 2 ;;
-    *) echo "shard_suite: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
-[ -n "$bin" ] || { echo "shard_suite: --bin DIR is required" >&2; exit 2; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # suite_args, suite_bins
+suite_args shard_suite "$@"
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-RCP=$(cd "$bin/../rcp" 2>/dev/null && pwd)/rcp; [ -x "$RCP" ] || RCP=$bin/rcp
-RCPD=$(cd "$bin/../rcpd" 2>/dev/null && pwd)/rcpd; [ -x "$RCPD" ] || RCPD=$bin/rcpd
-for b in "$RCP" "$RCPD"; do [ -x "$b" ] || { echo "shard_suite: $b not built" >&2; exit 2; }; done
+suite_bins shard_suite
 MERGE=$top/packaging/rcp-merge-reports
 EXAMPLES=$top/packaging/examples
 [ -x "$MERGE" ] || MERGE=/usr/bin/rcp-merge-reports

@@ -7,15 +7,8 @@
 # usage: sync_suite.sh --bin DIR [--work DIR]
 # Prints PASS/FAIL lines and ends with "N passed, N failed"; exit status 1 if any failed.
 set -u
-bin= work=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --work) work=$2; shift 2 ;;
-    *) echo "sync_suite: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
-[ -n "$bin" ] || { echo "sync_suite: --bin DIR is required" >&2; exit 2; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # suite_args, suite_bins
+suite_args sync_suite "$@"
 RCP=$(cd "$bin/../rcp" 2>/dev/null && pwd)/rcp; [ -x "$RCP" ] || RCP=$bin/rcp
 RCPD=$(cd "$bin/../rcpd" 2>/dev/null && pwd)/rcpd; [ -x "$RCPD" ] || RCPD=$bin/rcpd
 SYNC=$(cd "$bin/../rcp-sync" 2>/dev/null && pwd)/rcp-sync; [ -x "$SYNC" ] || SYNC=$bin/rcp-sync

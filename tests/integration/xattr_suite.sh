@@ -10,20 +10,9 @@
 # usage: xattr_suite.sh --bin DIR --transport tcp|rdma [--addr ADDR] [--work DIR]
 # Prints PASS/FAIL (and SKIP) lines and ends with "N passed, N failed"; exit status 1 if any failed.
 set -u
-bin= transport=tcp addr=127.0.0.1 work=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --transport) transport=$2; shift 2 ;;
-    --addr) addr=$2; shift 2 ;;
-    --work) work=$2; shift 2 ;;
-    *) echo "xattr_suite: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
-[ -n "$bin" ] || { echo "xattr_suite: --bin DIR is required" >&2; exit 2; }
-RCP=$(cd "$bin/../rcp" 2>/dev/null && pwd)/rcp; [ -x "$RCP" ] || RCP=$bin/rcp
-RCPD=$(cd "$bin/../rcpd" 2>/dev/null && pwd)/rcpd; [ -x "$RCPD" ] || RCPD=$bin/rcpd
-for b in "$RCP" "$RCPD"; do [ -x "$b" ] || { echo "xattr_suite: $b not built" >&2; exit 2; }; done
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # suite_args, suite_bins
+suite_args xattr_suite "$@"
+suite_bins xattr_suite
 for c in rsync getfattr setfattr getfacl setfacl base64; do
   command -v $c > /dev/null || { echo "xattr_suite: $c is needed (packages rsync attr acl: scripts/install-deps.sh)" >&2; exit 2; }
 done
