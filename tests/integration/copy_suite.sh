@@ -8,20 +8,9 @@
 #            (default 127.0.0.1; in the soft-RoCE guest $RXE_ADDR_B)
 # Prints PASS/FAIL lines and ends with "N passed, N failed"; exit status 1 if any failed.
 set -u
-bin= transport=tcp addr=127.0.0.1 work=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --transport) transport=$2; shift 2 ;;
-    --addr) addr=$2; shift 2 ;;
-    --work) work=$2; shift 2 ;;
-    *) echo "copy_suite: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
-[ -n "$bin" ] || { echo "copy_suite: --bin DIR is required" >&2; exit 2; }
-RCP=$(cd "$bin/../rcp" 2>/dev/null && pwd)/rcp; [ -x "$RCP" ] || RCP=$bin/rcp
-RCPD=$(cd "$bin/../rcpd" 2>/dev/null && pwd)/rcpd; [ -x "$RCPD" ] || RCPD=$bin/rcpd
-for b in "$RCP" "$RCPD"; do [ -x "$b" ] || { echo "copy_suite: $b not built" >&2; exit 2; }; done
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # suite_args, suite_bins, writing_into, no_temps
+suite_args copy_suite "$@"
+suite_bins copy_suite
 if [ "$transport" = rdma ] && ! ls /sys/class/infiniband/ 2>/dev/null | grep -q .; then
   echo "copy_suite: SKIPPING THE WHOLE RDMA TIER: no RDMA device on this host (run it in tests/vm/rxe-run)" >&2
   exit 77
@@ -82,7 +71,6 @@ stop_daemon() {
 }
 # Every client run keeps its stderr in $work/err, so a failing check can show it.
 rcp() { (umask 027; exec timeout 120 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" "$@" 2> "$work/err"); }
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # writing_into, no_temps
 
 # Objects the suite copies.
 head -c 0 /dev/urandom > "$src/size0"
