@@ -34,7 +34,7 @@ Connection::~Connection() {
   if (cq_ && unacked_cq_events_ > 0) ibv_ack_cq_events(cq_.get(), unacked_cq_events_);
   for (auto& r : rails_)
     if (r->unacked > 0) ibv_ack_cq_events(r->cq.get(), r->unacked);
-  for (const RailStat& r : rail_stats())
+  for (const RailStat& r : rails_.empty() ? std::vector<RailStat>{} : rail_stats())
     log_debug("rail {} to {}: {} bytes read in {} chunks{}", r.device, r.peer, r.bytes, r.chunks,
              r.failed.empty() ? "" : ", failed: " + r.failed);
 }
@@ -150,6 +150,7 @@ Status Connection::join_rail(sockaddr_storage& dst, uint64_t token, uint32_t rai
   // that arrived on another device than the rail it names.
   if (test_faults().rdma_rail_index > 0) s.rail = static_cast<uint8_t>(test_faults().rdma_rail_index);
   RCP_ASSIGN(Joined j, join_session(dst, s, token, qp, 0, timeout_ms, where));
+  if (rails_.at(rail - 1)->path.port == 0) rails_.at(rail - 1)->path = path_info(j.id.get());
   lanes_.add(std::move(j.id), j.rd_atomic, true, rail);
   return {};
 }
@@ -260,12 +261,23 @@ Status Connection::arm() {
 
 std::vector<RailStat> Connection::rail_stats() const {
   std::vector<RailStat> out;
-  if (rails_.empty()) return out;
-  out.push_back({caps_.name, peer_name_, lanes_.rail(0).bytes, lanes_.rail(0).chunks, ""});
-  for (size_t i = 0; i < rails_.size(); ++i) {
-    const Rail& r = *rails_[i];
-    out.push_back({r.caps.name, r.peer, lanes_.rail(i + 1).bytes, lanes_.rail(i + 1).chunks, r.failed});
-  }
+  auto stat = [&](const std::string& dev, const std::string& peer, const PathInfo& p, size_t lane_rail,
+                  const std::string& failed) {
+    RailStat s;
+    s.device = dev;
+    s.peer = peer;
+    s.port = p.port;
+    s.gid_index = p.gid_index;
+    s.gid = p.gid;
+    s.gid_type = p.gid_type;
+    s.local = p.local;
+    s.bytes = lanes_.rail(lane_rail).bytes;
+    s.chunks = lanes_.rail(lane_rail).chunks;
+    s.failed = failed;
+    out.push_back(std::move(s));
+  };
+  stat(caps_.name, peer_name_, path0_, 0, "");
+  for (size_t i = 0; i < rails_.size(); ++i) stat(rails_[i]->caps.name, rails_[i]->peer, rails_[i]->path, i + 1, rails_[i]->failed);
   return out;
 }
 

@@ -26,6 +26,7 @@
 #include "transport/rdma/device.h"
 #include "transport/rdma/handles.h"
 #include "transport/rdma/joins.h"
+#include "transport/rdma/path_info.h"
 #include "transport/rdma/rail.h"
 #include "transport/rdma/rdma_transport.h"
 #include "transport/rdma/read_lanes.h"
@@ -50,7 +51,10 @@ class Connection final : public Transport {
   /// Applies the peer's hello: credits, limits, checksum set.
   void set_peer(const wire::Hello& peer, uint32_t rd_atomic);
   /// Client side: rdma_connect saw ESTABLISHED.
-  void set_established() { lanes_[0].up = true; }
+  void set_established() {
+    lanes_[0].up = true;
+    path0_ = path_info(id_.get());
+  }
   const DeviceCaps& caps() const { return caps_; }
   rdma_cm_id* id() const { return id_.get(); }
 
@@ -133,6 +137,7 @@ class Connection final : public Transport {
   QueueSizes q_{};
   Negotiated neg_;
   std::string peer_name_ = "?";
+  PathInfo path0_;  ///< the control QP's path (rail 0), once established
   uint32_t max_qps_ = 1;
   uint32_t sink_lkey_ = 0;  ///< lkey of the registration READs land in
   /// The peer's RAIL_KEYS: for the key the engine quotes, the rkey of the
