@@ -47,6 +47,9 @@ namespace {
 using namespace rcp;
 namespace ec = cli::exit_code;
 
+/// a + b, or UINT64_MAX where it would wrap (a peer's counts are any numbers).
+uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+
 std::atomic<bool> g_cancel{false};
 void on_signal(int) { g_cancel = true; }
 
@@ -361,10 +364,27 @@ struct Run {
     return std::optional<std::array<uint8_t, 32>>{keys.data};
   }
 
-  /// A session's rails (--rails) into the report, before its transport goes.
-  static void note_rails(const Transport& t) {
+  /// A session's rails into the report, before its transport goes. In a
+  /// push rcpd reads and reports its per-rail counts (RAIL_STATS); they are
+  /// used only when they add up to no more than the `offered` bytes this
+  /// side's source put up for reading (re-fetches included): a lying
+  /// daemon's numbers are refused, with a warning. nullopt (a pull, or a
+  /// push that failed): the daemon's numbers are not used.
+  static void note_rails(const Transport& t, std::optional<uint64_t> offered) {
+    const auto stats = t.rail_stats();
+    uint64_t claimed = 0;
+    for (const RailStat& x : stats) {
+      claimed = sat_add(claimed, x.peer_bytes);
+    }
+    bool use_peer = offered.has_value();
+    if (use_peer && claimed > *offered) {
+      say("warning: {} reported reading {} bytes over its rails, more than the {} bytes this copy offered: its "
+          "per-rail counts are not used",
+          t.peer(), claimed, *offered);
+      use_peer = false;
+    }
     std::vector<cli::RailReport> v;
-    for (const RailStat& x : t.rail_stats()) {
+    for (const RailStat& x : stats) {
       cli::RailReport r;
       r.device = x.device;
       r.peer = x.peer;
@@ -373,8 +393,8 @@ struct Run {
       r.gid = x.gid;
       r.gid_type = x.gid_type;
       r.local = x.local;
-      r.bytes = x.bytes;
-      r.chunks = x.chunks;
+      r.bytes = use_peer ? sat_add(x.bytes, x.peer_bytes) : x.bytes;
+      r.chunks = use_peer ? sat_add(x.chunks, x.peer_chunks) : x.chunks;
       r.failed = x.failed;
       v.push_back(std::move(r));
     }
@@ -712,7 +732,7 @@ int run(const Options& o, const CLI::App& app) {
     auto ok = r.open(ch, msg, so.idle_timeout_ms);
     if (!ok.ok()) return fail(ok.error(), cli::Phase::session, cli::to_string(dst), open_code(ok.error()));
     auto st = run_source(ch, std::move(files), so);
-    Run::note_rails(*t.value());
+    Run::note_rails(*t.value(), st.ok() ? std::optional<uint64_t>(st->bytes_pulled) : std::nullopt);
     if (!st.ok()) return fail(st.error(), cli::Phase::session);
     total = std::move(st.value());
   } else {
@@ -753,7 +773,7 @@ int run(const Options& o, const CLI::App& app) {
         continue;
       }
       auto st = run_sink(ch, *dest, so);
-      Run::note_rails(*t.value());
+      Run::note_rails(*t.value(), std::nullopt);
       if (!st.ok()) return fail(st.error(), cli::Phase::session);
       total.bytes += st->bytes;
       total.files_ok += st->files_ok;

@@ -57,6 +57,9 @@ struct RailStat {
   std::string gid_type;  ///< "RoCE v2", "RoCE v1", "IB" or ""
   std::string local;   ///< this side's address on it
   uint64_t bytes = 0, chunks = 0;
+  /// What the peer said it read over this rail (RAIL_STATS: rcpd in a push);
+  /// checked only for form here: the caller bounds it by what it offered.
+  uint64_t peer_bytes = 0, peer_chunks = 0;
   std::string failed;  ///< why it was dropped mid-copy, "" if it was not
 };
 

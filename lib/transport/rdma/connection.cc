@@ -17,6 +17,9 @@ namespace {
 /// Registrations a peer may announce rail keys for: it registers its pool
 /// once per connection, so 4 is generous; more is a peer growing our map.
 constexpr size_t kMaxPeerRailKeys = 4;
+/// RAIL_STATS while READs are in flight: at most every 200 ms (a few control
+/// messages a second next to one per chunk; idle, every change goes).
+constexpr int kRailStatsEveryMs = 200;
 
 }  // namespace
 
@@ -99,6 +102,7 @@ void Connection::set_peer(const wire::Hello& peer, uint32_t rd_atomic) {
   neg_.max_sge = q_.sge;
   neg_.max_chunk = peer.max_chunk;
   neg_.checksums = static_cast<uint16_t>(peer.checksums & supported_checksums());
+  peer_takes_stats_ = (peer.flags & wire::kHelloRailStats) != 0;
 }
 
 JoinSpec Connection::join_spec(const wire::Hello& hello) const {
@@ -213,7 +217,28 @@ void Connection::deregister_memory(uint32_t key) {
   mrs_.erase(key);
 }
 
+Status Connection::queue_rail_stats() {
+  std::vector<wire::RailCount> now;
+  bool busy = false;
+  for (size_t i = 0; i <= rails_.size() && i < lanes_.rails(); ++i) {
+    const RailLoad& L = lanes_.rail(i);
+    busy = busy || L.reads_out > 0;
+    now.push_back({static_cast<uint8_t>(i == 0 ? 0 : rails_[i - 1]->index), L.bytes, L.chunks});
+  }
+  const auto t = std::chrono::steady_clock::now();
+  const bool nothing_read = std::all_of(now.begin(), now.end(), [](const wire::RailCount& c) { return c.chunks == 0; });
+  if ((stats_sent_.empty() && nothing_read) || now == stats_sent_ || (busy && t - stats_at_ < std::chrono::milliseconds(kRailStatsEveryMs))) return {};
+  stats_sent_ = now;
+  stats_at_ = t;
+  // Test-only fault switch: a lying daemon (1 TiB more than it read, or a
+  // rail the client never joined), so the suite proves rcp refuses both.
+  if (test_faults().rdma_rail_stats_lie == 1) now[0].bytes += uint64_t{1} << 40;
+  if (test_faults().rdma_rail_stats_lie == 2) now[0].rail = wire::kMaxRails - 1;
+  return ctrl_.queue(wire::encode_rail_stats(now));
+}
+
 Status Connection::send(std::span<const uint8_t> message) {
+  if (peer_takes_stats_) RCP_TRY(queue_rail_stats());
   RCP_TRY(ctrl_.queue(message));
   return flush();
 }
@@ -273,6 +298,11 @@ std::vector<RailStat> Connection::rail_stats() const {
     s.local = p.local;
     s.bytes = lanes_.rail(lane_rail).bytes;
     s.chunks = lanes_.rail(lane_rail).chunks;
+    const uint8_t wire_index = lane_rail == 0 ? 0 : rails_[lane_rail - 1]->index;
+    if (const auto& pc = peer_counts_[wire_index]) {
+      s.peer_bytes = pc->bytes;
+      s.peer_chunks = pc->chunks;
+    }
     s.failed = failed;
     out.push_back(std::move(s));
   };
@@ -396,6 +426,26 @@ void Connection::repost_orphans(std::vector<TransportEvent>& events) {
 void Connection::take_rail_keys(std::vector<TransportEvent>& events, size_t first) {
   for (size_t i = first; i < events.size();) {
     TransportEvent& e = events[i];
+    if (e.kind == TransportEvent::Kind::message && wire::is_rail_stats(e.message)) {
+      auto c = wire::decode_rail_stats(e.message);
+      events.erase(events.begin() + static_cast<std::ptrdiff_t>(i));
+      if (!c.ok()) {
+        close_with(events, fmt::format("peer {}: {}", peer_name_, c.error().context));
+        return;
+      }
+      for (const wire::RailCount& rc : c.value()) {
+        // Rail 0 or a rail this side joined: the peer cannot report another.
+        const bool ours = rc.rail == 0 || std::any_of(rails_.begin(), rails_.end(),
+                                                      [&](const auto& r) { return r->index == rc.rail; });
+        if (!ours) {
+          close_with(events, fmt::format("peer {}: RAIL_STATS names rail {}, which this session did not join",
+                                         peer_name_, rc.rail));
+          return;
+        }
+        peer_counts_[rc.rail] = rc;
+      }
+      continue;
+    }
     if (e.kind != TransportEvent::Kind::message || !wire::is_rail_keys(e.message)) {
       ++i;
       continue;

@@ -123,15 +123,15 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
     if (r.ok() || (r.error().code != ETIMEDOUT && r.error().code != EHOSTUNREACH && r.error().code != ENODATA)) break;
     log_debug("{}: {} (attempt {} of {})", where, r.error().message(), i + 1, attempts);
   }
-  if (!r.ok()) {
+  // With --device or --bind, a path that does not work is theirs: say so.
+  auto forced = [&](const Error& e) {
     if (!opt.device.empty())
-      return make_error(r.error().code, fmt::format("--device {}: no usable path toward the daemon: {}", opt.device,
-                                                    r.error().message()));
+      return make_error(e.code, fmt::format("--device {}: no usable path toward the daemon: {}", opt.device, e.message()));
     if (!opt.bind.empty())
-      return make_error(r.error().code, fmt::format("--bind {}: no usable path toward the daemon: {}", opt.bind,
-                                                    r.error().message()));
-    return r.error();
-  }
+      return make_error(e.code, fmt::format("--bind {}: no usable path toward the daemon: {}", opt.bind, e.message()));
+    return e;
+  };
+  if (!r.ok()) return forced(r.error());
   EventChannel ch = std::move(r.value().first);
   CmId id = std::move(r.value().second);
   // rdma_cm binds the id to the device that has the source address; with
@@ -152,6 +152,7 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
   RCP_TRY(t->setup(want));
   const DeviceCaps& c = t->caps();
   wire::Hello mine = t->hello();
+  mine.flags |= wire::kHelloRailStats;  // the daemon reports what it reads per rail (a push's --json)
   if (opt.rails.enabled) {
     // The daemon admits as many QPs as announced: want on each rail it may offer.
     mine.flags |= wire::kHelloWantRails;
@@ -162,7 +163,9 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
   rdma_conn_param cp = conn_param(c.init_rd, c.resp_rd, pd);
   if (rdma_connect(t->id(), &cp) != 0) return sys_error(where + ": rdma_connect");
   // The event channel is non-blocking since setup; wait_cm_event polls first.
-  RCP_ASSIGN(CmEvent est, wait_cm_event(chp, RDMA_CM_EVENT_ESTABLISHED, opt.timeout_ms, where));
+  auto established = wait_cm_event(chp, RDMA_CM_EVENT_ESTABLISHED, opt.timeout_ms, where);
+  if (!established.ok()) return forced(established.error());
+  CmEvent est = std::move(established.value());
   auto ph = wire::decode_hello(est.private_data);
   if (!ph.ok()) return make_error(ph.error().code, where + ": " + ph.error().context);
   t->set_peer(ph.value(), std::min<uint32_t>(c.init_rd, ph->rd_resp));
