@@ -83,11 +83,13 @@ copy_on() {  # RC SRC OUT JSON DEVICE LOCAL: exit 0, OUT identical to SRC, one r
 rcp() { timeout 300 "$RCP" --transport rdma -P "$port" "$@"; }
 
 # --- a pull over two rails: both carry bytes
-rcp --rails auto -v --json "$addr:d/big" "$work/out/big" > "$work/pull.json" 2> "$work/err"; rc=$?
+rcp --rails auto -vv --json "$addr:d/big" "$work/out/big" > "$work/pull.json" 2> "$work/err"; rc=$?
+cp "$work/err" "$work/pull.err"
 b0=$(rail_field "$work/pull.json" "${RXE_DEV_A:-rxe0}" bytes) b2=$(rail_field "$work/pull.json" "${RXE_DEV_C:-rxe2}" bytes)
 check "pull of 48 MiB with --rails auto: exit 0, byte-identical, bytes on both rails (rxe0 $b0, rxe2 $b2; exit $rc)" \
   sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/big' && [ '$b0' -gt 0 ] 2>/dev/null && [ '$b2' -gt 0 ] 2>/dev/null"
 check "-v names every rail with its bytes" grep -q "rail ${RXE_DEV_C:-rxe2} to ${RXE_ADDR_D}:$port: [1-9][0-9]* bytes" "$work/err"
+check "the pool is registered on both rails at once (-vv)" grep -q "bytes registered on 2 rails in parallel in" "$work/pull.err"
 # --- a push over two rails: rcpd reads, and logs its rails
 rcp --rails auto --json "$work/src" "$addr:d/pushed" > "$work/push.json" 2> "$work/err"; rc=$?
 sleep 0.5
