@@ -47,6 +47,9 @@ namespace {
 using namespace rcp;
 namespace ec = cli::exit_code;
 
+/// a + b, or UINT64_MAX where it would wrap (a peer's counts are any numbers).
+uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+
 std::atomic<bool> g_cancel{false};
 void on_signal(int) { g_cancel = true; }
 
@@ -66,6 +69,8 @@ struct Options {
   bool direct = false;  // --direct: O_DIRECT for the local files' data
   uint32_t streams = 0;  // 0: the transport's default
   std::string rails;     // --rails auto|DEV[,DEV...]; "" = one rail
+  std::string bind;      // --bind ADDR: the local address to connect from
+  std::string device;    // --device DEV: the RDMA device carrying the control connection (rail 0)
   bool no_zerocopy = false;
   bool encrypt = false;
   bool recursive = false;
@@ -359,10 +364,40 @@ struct Run {
     return std::optional<std::array<uint8_t, 32>>{keys.data};
   }
 
-  /// A session's rails (--rails) into the report, before its transport goes.
-  static void note_rails(const Transport& t) {
+  /// A session's rails into the report, before its transport goes. In a
+  /// push rcpd reads and reports its per-rail counts (RAIL_STATS); they are
+  /// used only when they add up to no more than the `offered` bytes this
+  /// side's source put up for reading (re-fetches included): a lying
+  /// daemon's numbers are refused, with a warning. nullopt (a pull, or a
+  /// push that failed): the daemon's numbers are not used.
+  static void note_rails(const Transport& t, std::optional<uint64_t> offered) {
+    const auto stats = t.rail_stats();
+    uint64_t claimed = 0;
+    for (const RailStat& x : stats) {
+      claimed = sat_add(claimed, x.peer_bytes);
+    }
+    bool use_peer = offered.has_value();
+    if (use_peer && claimed > *offered) {
+      say("warning: {} reported reading {} bytes over its rails, more than the {} bytes this copy offered: its "
+          "per-rail counts are not used",
+          t.peer(), claimed, *offered);
+      use_peer = false;
+    }
     std::vector<cli::RailReport> v;
-    for (const RailStat& x : t.rail_stats()) v.push_back({x.device, x.peer, x.bytes, x.chunks, x.failed});
+    for (const RailStat& x : stats) {
+      cli::RailReport r;
+      r.device = x.device;
+      r.peer = x.peer;
+      r.port = x.port;
+      r.gid_index = x.gid_index;
+      r.gid = x.gid;
+      r.gid_type = x.gid_type;
+      r.local = x.local;
+      r.bytes = use_peer ? sat_add(x.bytes, x.peer_bytes) : x.bytes;
+      r.chunks = use_peer ? sat_add(x.chunks, x.peer_chunks) : x.chunks;
+      r.failed = x.failed;
+      v.push_back(std::move(r));
+    }
     cli::add_rails(g_report, v);
   }
 
@@ -380,6 +415,14 @@ struct Run {
     carried_by = tr.name();
     cli::set_transport(g_report, carried_by);
     log_info("connected to {} over {}", tr.peer(), tr.describe());
+    // -v: the path each rail took (what --bind and --device force).
+    const auto rails = tr.rail_stats();
+    for (size_t i = 0; i < rails.size(); ++i) {
+      const RailStat& x = rails[i];
+      std::string gid = x.gid_index < 0 ? "no GRH" : fmt::format("GID index {} {}", x.gid_index, x.gid);
+      if (!x.gid_type.empty()) gid += " (" + x.gid_type + ")";
+      log_info("rail {}: device {} port {}, {}, {} -> {}", i, x.device, x.port, gid, x.local, x.peer);
+    }
     return t;
   }
 
@@ -543,6 +586,19 @@ int run(const Options& o, const CLI::App& app) {
     }
     r.co.rails = rails.value();
   }
+  if (!o.device.empty()) {
+    if (r.co.kind == TransportKind::tcp || eff.encrypt) {
+      say("--device needs RDMA (not --transport tcp or --encrypt)");
+      return ec::kUsage;
+    }
+    if (o.device.size() > kMaxRailDeviceName ||
+        o.device.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") != std::string::npos) {
+      say("--device: '{}' is not an RDMA device name", o.device);
+      return ec::kUsage;
+    }
+    r.co.device = o.device;
+  }
+  r.co.bind = o.bind;
   r.shown_host = remote.host;
 
   // Progress: on a terminal unless -q or --no-progress (or progress = false
@@ -676,7 +732,7 @@ int run(const Options& o, const CLI::App& app) {
     auto ok = r.open(ch, msg, so.idle_timeout_ms);
     if (!ok.ok()) return fail(ok.error(), cli::Phase::session, cli::to_string(dst), open_code(ok.error()));
     auto st = run_source(ch, std::move(files), so);
-    Run::note_rails(*t.value());
+    Run::note_rails(*t.value(), st.ok() ? std::optional<uint64_t>(st->bytes_pulled) : std::nullopt);
     if (!st.ok()) return fail(st.error(), cli::Phase::session);
     total = std::move(st.value());
   } else {
@@ -717,7 +773,7 @@ int run(const Options& o, const CLI::App& app) {
         continue;
       }
       auto st = run_sink(ch, *dest, so);
-      Run::note_rails(*t.value());
+      Run::note_rails(*t.value(), std::nullopt);
       if (!st.ok()) return fail(st.error(), cli::Phase::session);
       total.bytes += st->bytes;
       total.files_ok += st->files_ok;
@@ -748,7 +804,7 @@ int run(const Options& o, const CLI::App& app) {
   for (const cli::RailReport& x : g_report.rails) {
     if (!x.failed.empty())
       say("rail {} to {} failed during the copy: {}", x.device, x.peer, x.failed);
-    else if (o.verbose > 0 && !o.quiet)
+    else if (o.verbose > 0 && !o.quiet && g_report.rails.size() > 1)
       say("rail {} to {}: {} bytes read in {} chunks", x.device, x.peer, x.bytes, x.chunks);
   }
   for (const auto& e : total.errors) say("{}", e);
@@ -843,6 +899,14 @@ int main(int argc, char** argv) {
                  "RDMA: stripe the copy's READs over more devices: auto (every device that reaches one of the "
                  "daemon's addresses) or DEV[,DEV...] (only these); a rail that fails is dropped mid-copy")
       ->type_name("auto|DEV,...");
+  app.add_option("--bind", o.bind,
+                 "connect from this local address (RDMA: the source address rdma_cm resolves from, which picks "
+                 "the device and GID; TCP: bind before connect)")
+      ->type_name("ADDR");
+  app.add_option("--device", o.device,
+                 "RDMA: the device carrying the connection (rail 0); refused, naming it, if it has no usable "
+                 "port and GID toward the daemon")
+      ->type_name("DEV");
   app.add_option("--streams", o.streams,
                  fmt::format("connections (TCP) or queue pairs (RDMA) per copy, 1 to 16 (default {})",
                              kDefaultTcpStreams))

@@ -107,6 +107,15 @@ std::string to_json(const Report& r) {
     append_json_string(out, x.device);
     out += ",\"peer\":";
     append_json_string(out, x.peer);
+    auto str_or_null = [&](const char* k, const std::string& v) {
+      out += fmt::format(",\"{}\":", k);
+      if (v.empty()) out += "null"; else append_json_string(out, v);
+    };
+    str_or_null("local", x.local);
+    out += x.port ? fmt::format(",\"port\":{}", x.port) : ",\"port\":null";
+    out += x.gid_index >= 0 ? fmt::format(",\"gid_index\":{}", x.gid_index) : ",\"gid_index\":null";
+    str_or_null("gid", x.gid);
+    str_or_null("gid_type", x.gid_type);
     out += fmt::format(",\"bytes\":{},\"chunks\":{},\"failed\":", x.bytes, x.chunks);
     if (x.failed.empty()) out += "null"; else append_json_string(out, x.failed);
     out += '}';

@@ -11,10 +11,16 @@
 
 namespace rcp::cli {
 
-/// One rail of a multi-rail RDMA copy (rcp --rails), summed over its sessions.
+/// One rail of an RDMA copy (one without --rails), summed over its sessions:
+/// the path rdma_cm chose (rcp --bind / --device force it) and its load.
 struct RailReport {
   std::string device;  ///< local device ("rxe2")
   std::string peer;    ///< the daemon's address on it
+  uint32_t port = 0;   ///< the device's port (JSON null if 0: not known)
+  int gid_index = -1;  ///< the source GID's index (JSON null if -1: no GRH)
+  std::string gid;     ///< that GID ("::ffff:10.77.0.1"; JSON null if "")
+  std::string gid_type;  ///< "RoCE v2", "RoCE v1", "IB" (JSON null if "")
+  std::string local;   ///< this side's address on it (JSON null if "")
   uint64_t bytes = 0;  ///< bytes this side read over it (a pull; 0 in a push, where rcpd reads)
   uint64_t chunks = 0;
   std::string failed;  ///< why it was dropped mid-copy, "" if it was not (JSON null)
@@ -36,7 +42,7 @@ struct Report {
   uint64_t errors_dropped = 0;     ///< failures beyond those listed
   int exit_code = 0;
   std::string shard;               ///< "I/N" with --shard, "" otherwise (JSON null)
-  std::vector<RailReport> rails;   ///< with --rails and more than one rail in use; [] otherwise
+  std::vector<RailReport> rails;   ///< every rail of an RDMA copy (one without --rails); [] over TCP
 };
 
 /// Adds one session's rails to the report's (matched by device and peer).

@@ -31,6 +31,8 @@ Result<std::unique_ptr<Transport>> connect_transport(const std::string& host, co
   } else if (opt.kind != TransportKind::tcp) {
     if (!rdma_devices_present()) {
       if (opt.kind == TransportKind::rdma) return make_error(ENODEV, "--transport rdma: this host has no RDMA device");
+      if (!opt.device.empty())
+        return make_error(ENODEV, "--device " + opt.device + ": this host has no RDMA device");
       fallback_note = "no RDMA device on this host; using TCP";
     } else {
       RdmaOptions ro;
@@ -38,8 +40,10 @@ Result<std::unique_ptr<Transport>> connect_transport(const std::string& host, co
       ro.timeout_ms = opt.timeout_ms;
       ro.qps = opt.rdma_qps;
       ro.rails = opt.rails;
+      ro.bind = opt.bind;
+      ro.device = opt.device;
       auto t = rdma_connect(host, opt.rdma_port, ro);
-      if (t.ok() || opt.kind == TransportKind::rdma) return t;
+      if (t.ok() || opt.kind == TransportKind::rdma || !opt.device.empty()) return t;
       fallback_note = "RDMA connection failed (" + t.error().message() + "); using TCP";
     }
   }
@@ -49,6 +53,7 @@ Result<std::unique_ptr<Transport>> connect_transport(const std::string& host, co
   to.streams = opt.tcp_streams;
   to.zerocopy = opt.zerocopy;
   to.encrypt = opt.encrypt;
+  to.bind = opt.bind;
   return tcp_connect(host, opt.tcp_port, to);
 }
 

@@ -38,6 +38,11 @@ struct ConnectOptions {
   bool encrypt = false;
   /// rcp --rails: stripe READs over more RDMA devices (RDMA only).
   RailsOption rails;
+  /// rcp --bind: the local address to connect from (both transports); "" = the route's.
+  std::string bind;
+  /// rcp --device: the RDMA device of the control connection; "" = the route's.
+  /// Set, a failed RDMA connect never falls back to TCP.
+  std::string device;
 };
 
 /// Connects to host; `fallback_note` is set when auto fell back to TCP.

@@ -46,12 +46,20 @@ struct Negotiated {
   uint16_t checksums = 0;        ///< algorithms both sides support
 };
 
-/// One rail of a multi-rail connection (rcp --rails), for -v and --json:
-/// what this side read over it.
+/// One rail of an RDMA connection (one without rcp --rails, several with
+/// it), for -v and --json: the path it took and what this side read over it.
 struct RailStat {
   std::string device;  ///< local RDMA device ("rxe2")
   std::string peer;    ///< the peer's address on it
+  uint8_t port = 0;    ///< the device's port (1..), 0 if not known
+  int gid_index = -1;  ///< the source GID's index in the port's table, -1 if none (no GRH)
+  std::string gid;     ///< that GID ("::ffff:10.77.0.1"), "" if none
+  std::string gid_type;  ///< "RoCE v2", "RoCE v1", "IB" or ""
+  std::string local;   ///< this side's address on it
   uint64_t bytes = 0, chunks = 0;
+  /// What the peer said it read over this rail (RAIL_STATS: rcpd in a push);
+  /// checked only for form here: the caller bounds it by what it offered.
+  uint64_t peer_bytes = 0, peer_chunks = 0;
   std::string failed;  ///< why it was dropped mid-copy, "" if it was not
 };
 
@@ -99,8 +107,8 @@ class Transport {
   /// encrypted channel and no relay in the middle can make equal on both
   /// sides (the TLS exporter); authentication mixes it in. Empty otherwise.
   virtual std::vector<uint8_t> channel_binding() const { return {}; }
-  /// Every rail with what this side read over it, when the connection uses
-  /// more than one; empty otherwise.
+  /// Every rail of an RDMA connection (the first alone without --rails)
+  /// with its path and what this side read over it; empty over TCP.
   virtual std::vector<RailStat> rail_stats() const { return {}; }
 };
 

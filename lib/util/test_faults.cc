@@ -21,6 +21,7 @@ TestFaults parse_test_faults(std::string_view spec) {
     if (k == "protocol-version") f.protocol_version = static_cast<int>(v);
     if (k == "rdma-bad-join-token") f.rdma_bad_join_token = true;
     if (k == "rdma-rail-index") f.rdma_rail_index = static_cast<int>(v);
+    if (k == "rdma-rail-stats-lie") f.rdma_rail_stats_lie = static_cast<int>(v);
     if (k == "tamper-control") f.tamper_control = v;
     if (k == "auth-bad-proof") f.auth_bad_proof = true;
     if (k == "auth-skip") f.auth_skip = true;

@@ -161,4 +161,54 @@ Result<RailKeys> decode_rail_keys(std::span<const uint8_t> buf) {
   return k;
 }
 
+std::vector<uint8_t> encode_rail_stats(std::span<const RailCount> counts) {
+  std::vector<uint8_t> out;
+  Writer w(out);
+  w.u32(kMagic);
+  w.u16(protocol_version());
+  w.u16(kRailStatsType);
+  w.u32(static_cast<uint32_t>(1 + 17 * counts.size()));
+  w.u8(static_cast<uint8_t>(counts.size()));
+  for (const RailCount& c : counts) {
+    w.u8(c.rail);
+    w.u64(c.bytes);
+    w.u64(c.chunks);
+  }
+  return out;
+}
+
+bool is_rail_stats(std::span<const uint8_t> buf) {
+  if (buf.size() < kHeaderSize) return false;
+  Reader r(buf);
+  const uint32_t magic = r.u32();
+  r.u16();
+  return magic == kMagic && r.u16() == kRailStatsType;
+}
+
+Result<std::vector<RailCount>> decode_rail_stats(std::span<const uint8_t> buf) {
+  if (!is_rail_stats(buf)) return proto("not a RAIL_STATS message");
+  Reader r(buf.subspan(8));
+  const uint32_t len = r.u32();
+  if (len != buf.size() - kHeaderSize)
+    return proto(fmt::format("RAIL_STATS length {} does not match {} bytes received", len, buf.size() - kHeaderSize));
+  const uint8_t n = r.u8();
+  if (n == 0 || n > kMaxRails) return proto(fmt::format("RAIL_STATS for {} rails (1 to {} accepted)", n, kMaxRails));
+  std::vector<RailCount> out;
+  for (uint8_t i = 0; i < n; ++i) {
+    RailCount c;
+    c.rail = r.u8();
+    c.bytes = r.u64();
+    c.chunks = r.u64();
+    if (!r.ok()) return proto("truncated RAIL_STATS message");
+    if (c.rail >= kMaxRails) return proto(fmt::format("RAIL_STATS names rail {} (0 to {} accepted)", c.rail, kMaxRails - 1));
+    if (c.chunks > c.bytes)
+      return proto(fmt::format("RAIL_STATS: rail {} read {} chunks in {} bytes", c.rail, c.chunks, c.bytes));
+    for (const RailCount& o : out)
+      if (o.rail == c.rail) return proto(fmt::format("RAIL_STATS names rail {} twice", c.rail));
+    out.push_back(c);
+  }
+  if (!r.at_end()) return proto(fmt::format("RAIL_STATS message has {} trailing bytes", r.remaining()));
+  return out;
+}
+
 }  // namespace rcp::wire

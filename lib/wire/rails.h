@@ -39,6 +39,9 @@ constexpr uint32_t kHelloWantRails = 1u << 3;
 constexpr uint32_t kHelloRails = 1u << 4;
 /// Join hello: the token is followed by the rail index joined (1-based).
 constexpr uint32_t kHelloRail = 1u << 5;
+/// Client hello: the client takes RAIL_STATS (the daemon then reports what
+/// it read over each rail, so a push's --json has per-rail bytes).
+constexpr uint32_t kHelloRailStats = 1u << 6;
 
 /// One rail address: IPv4 or IPv6, as carried (family byte 4 or 6, then 16
 /// bytes; an IPv4 address is its 4 bytes followed by 12 zero bytes).
@@ -93,5 +96,27 @@ bool is_rail_keys(std::span<const uint8_t> buf);
 /// Refuses a count of 0 or above kMaxRails - 1, a rail index of 0 or above
 /// kMaxRails - 1, the same rail twice and a length that does not match.
 Result<RailKeys> decode_rail_keys(std::span<const uint8_t> buf);
+
+/// RAIL_STATS, sent by the daemon to a client whose hello set
+/// kHelloRailStats, before a control message whenever its counts changed
+/// (so its last message is preceded by the final counts): what it read over
+/// each rail so far. magic, version, type, length, then u8 count, count ×
+/// (rail u8, bytes u64, chunks u64). Rail 0 is the control connection's
+/// device, the others are numbered as announced.
+constexpr uint16_t kRailStatsType = 0x7202;
+struct RailCount {
+  uint8_t rail = 0;
+  uint64_t bytes = 0, chunks = 0;
+  bool operator==(const RailCount&) const = default;
+};
+std::vector<uint8_t> encode_rail_stats(std::span<const RailCount> counts);
+/// True if buf is a RAIL_STATS message (header check only).
+bool is_rail_stats(std::span<const uint8_t> buf);
+/// Refuses a count of 0 or above kMaxRails, a rail index of kMaxRails or
+/// more, the same rail twice, more chunks than bytes (a chunk is at least a
+/// byte) and a length that does not match. Whether the rails are ones the
+/// session has, and whether the bytes fit what was offered, is the
+/// receiver's to check.
+Result<std::vector<RailCount>> decode_rail_stats(std::span<const uint8_t> buf);
 
 }  // namespace rcp::wire

@@ -19,7 +19,7 @@ _rcp_options() {
     printf '%s\n' "$help" | grep -oE -- '(^|[ ,])--?[A-Za-z0-9][-A-Za-z0-9]*' | sed 's/^[ ,]*//' | sort -u
   else
     printf '%s\n' -v --verbose -q --quiet -r --recursive -V --version -h --help --transport --digest \
-      -P --port --tcp-port --chunk-size --buffer-size --window --streams --rails --no-zerocopy --encrypt --hash-threads \
+      -P --port --tcp-port --chunk-size --buffer-size --window --streams --rails --bind --device --no-zerocopy --encrypt --hash-threads \
       --fsync --progress --no-progress --copy-devices --write-devices --devices-as-files --force --direct \
       -c --checksum --ignore-existing --existing -u --update -W --whole-file --partial --stats --json \
       --exclude --include --exclude-from --include-from --files-from --shard -0 --from0 --delete --delete-after \
@@ -64,6 +64,8 @@ _rcp() {
   case $prev in
     --transport) COMPREPLY=($(compgen -W "auto rdma tcp" -- "$cur")); return ;;
     --digest) COMPREPLY=($(compgen -W "xxh128 sha256 none" -- "$cur")); return ;;
+    --device) COMPREPLY=($(compgen -W "$(ls /sys/class/infiniband 2>/dev/null)" -- "$cur")); return ;;
+    --bind) COMPREPLY=($(compgen -A hostname -- "$cur")); return ;;
     -P|--port|--tcp-port|--chunk-size|--buffer-size|--window|--streams|--rails|--hash-threads|--bwlimit|--shard|--timeout|--contimeout) return ;;
     --exclude|--include) return ;;  # a pattern
     --exclude-from|--include-from|--files-from) COMPREPLY=($(compgen -f -- "$cur")); return ;;

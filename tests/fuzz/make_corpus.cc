@@ -127,6 +127,7 @@ int main(int argc, char** argv) {
     put("hello", "hello_rails", encode_hello_rails(h, 0x0123456789abcdefULL, both));
     put("hello", "rail_join", encode_rail_join(h, 0xfedcba9876543210ULL, 1));
     put("hello", "rail_keys", encode_rail_keys(RailKeys{0x1234, {{1, 0x5678}, {2, 0x9abc}}}));
+    put("hello", "rail_stats", encode_rail_stats(std::vector<RailCount>{{0, 25u << 20, 25}, {1, 23u << 20, 23}}));
   }
 
   AuthRequest req;

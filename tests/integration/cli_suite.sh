@@ -84,6 +84,19 @@ r -6 "[::1]:data/u.txt" "$out/u6" 2> "$work/err"
 check "-6 is an option, not a file" cmp -s "$exp/u.txt" "$out/u6"
 r -4 "$src/f" "localhost:data/four" 2> "$work/err"
 check "-4 with a host name" cmp -s "$src/f" "$exp/four"
+# --- --bind ADDR: the local address the copy connects from (TCP here; rails_suite.sh runs it over
+# verbs in the soft-RoCE guest)
+r --bind 127.0.0.2 "127.0.0.1:data/u.txt" "$out/b" 2> "$work/err"; rc=$?
+for _ in $(seq 50); do grep -qE "^rcpd: \[?(::ffff:)?127\.0\.0\.2\]?:[0-9]+ " "$work/rcpd.log" && break; sleep 0.1; done
+check "--bind 127.0.0.2: the copy comes from that address (rcpd's log names it; exit $rc)" \
+  sh -c "[ $rc = 0 ] && cmp -s '$exp/u.txt' '$out/b' && grep -qE '^rcpd: \[?(::ffff:)?127\.0\.0\.2\]?:[0-9]+ ' '$work/rcpd.log'"
+expect "--bind an address this host does not have: refused, naming it (exit 10)" 10 "--bind 192.0.2.1: cannot connect from" \
+  r --bind 192.0.2.1 "127.0.0.1:data/u.txt" "$out/b2"
+expect "--bind a name that does not resolve: refused, naming it (exit 10)" 10 "--bind no-such-host.invalid" \
+  r --bind no-such-host.invalid "127.0.0.1:data/u.txt" "$out/b2"
+expect "--device over TCP is a usage error (exit 1)" 1 "--device needs RDMA" r --device rxe0 "127.0.0.1:data/u.txt" "$out/b3"
+expect "--device with a name no device has is a usage error (exit 1)" 1 "not an RDMA device name" \
+  timeout 60 "$RCP" --device 'rxe0/x' "127.0.0.1:data/u.txt" "$out/b3"
 check "rcpd listens on IPv6 by default (a push to [::1])" sh -c "timeout 60 '$RCP' --transport tcp --tcp-port $tport '$src/f' '[::1]:data/six' && cmp -s '$src/f' '$exp/six'"
 
 # --- client config: used where the command line says nothing, and a mistake names file and line

@@ -72,29 +72,97 @@ rail_field() {  # JSON DEVICE FIELD: a field of one rail in rcp's --json
 r=[x for x in json.load(open(sys.argv[1]))["rails"] if x["device"]==sys.argv[2]]
 print(r[0][sys.argv[3]] if r else "missing")' "$@"
 }
+dev_used() {  # JSON DEVICE LOCAL: one rail, on DEVICE, from LOCAL
+  python3 -c 'import json,sys
+r=json.load(open(sys.argv[1]))["rails"]
+sys.exit(not (len(r)==1 and r[0]["device"]==sys.argv[2] and r[0]["local"].startswith(sys.argv[3]+":") and r[0]["bytes"]>0))' "$@"
+}
+copy_on() {  # RC SRC OUT JSON DEVICE LOCAL: exit 0, OUT identical to SRC, one rail on DEVICE from LOCAL
+  [ "$1" = 0 ] && cmp -s "$2" "$3" && dev_used "$4" "$5" "$6"
+}
 rcp() { timeout 300 "$RCP" --transport rdma -P "$port" "$@"; }
 
 # --- a pull over two rails: both carry bytes
-rcp --rails auto -v --json "$addr:d/big" "$work/out/big" > "$work/pull.json" 2> "$work/err"; rc=$?
+rcp --rails auto -vv --json "$addr:d/big" "$work/out/big" > "$work/pull.json" 2> "$work/err"; rc=$?
+cp "$work/err" "$work/pull.err"
 b0=$(rail_field "$work/pull.json" "${RXE_DEV_A:-rxe0}" bytes) b2=$(rail_field "$work/pull.json" "${RXE_DEV_C:-rxe2}" bytes)
 check "pull of 48 MiB with --rails auto: exit 0, byte-identical, bytes on both rails (rxe0 $b0, rxe2 $b2; exit $rc)" \
   sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/big' && [ '$b0' -gt 0 ] 2>/dev/null && [ '$b2' -gt 0 ] 2>/dev/null"
 check "-v names every rail with its bytes" grep -q "rail ${RXE_DEV_C:-rxe2} to ${RXE_ADDR_D}:$port: [1-9][0-9]* bytes" "$work/err"
+check "the pool is registered on both rails at once (-vv)" grep -q "bytes registered on 2 rails in parallel in" "$work/pull.err"
 # --- a push over two rails: rcpd reads, and logs its rails
-rcp --rails auto "$work/src" "$addr:d/pushed" 2> "$work/err"; rc=$?
+rcp --rails auto --json "$work/src" "$addr:d/pushed" > "$work/push.json" 2> "$work/err"; rc=$?
 sleep 0.5
 check "push of 48 MiB with --rails auto: exit 0, byte-identical, rcpd read over both rails (exit $rc)" \
   sh -c "[ $rc = 0 ] && cmp -s '$work/src' '$work/exp/pushed' &&
          grep -q 'rail ${RXE_DEV_B:-rxe1} to .*: [1-9][0-9]* bytes read' '$work/d.log' &&
          grep -q 'rail ${RXE_DEV_D:-rxe3} to .*: [1-9][0-9]* bytes read' '$work/d.log'"
+# rcpd reports what it read per rail (RAIL_STATS): the push's --json has bytes on both rails,
+# adding up to the file (48 MiB, no re-fetch)
+b0=$(rail_field "$work/push.json" "${RXE_DEV_A:-rxe0}" bytes) b2=$(rail_field "$work/push.json" "${RXE_DEV_C:-rxe2}" bytes)
+check "the push's --json has rcpd's per-rail bytes: rxe0 $b0 + rxe2 $b2 = 48 MiB" \
+  sh -c "[ '$b0' -gt 0 ] 2>/dev/null && [ '$b2' -gt 0 ] 2>/dev/null && [ \$(( $b0 + $b2 )) = $((48 << 20)) ]"
+# a lying rcpd: 1 TiB more than it read is refused (the copy stands, its counts are not used);
+# a rail the client never joined ends the session
+RCP_TEST_FAULT=rdma-rail-stats-lie=1 "$RCPD" --listen "*:$((port + 3))" --transport rdma \
+  --rails "${RXE_DEV_B:-rxe1},${RXE_DEV_D:-rxe3}" --export d="$work/exp" > "$work/d4.log" 2>&1 &
+d4=$!
+RCP_TEST_FAULT=rdma-rail-stats-lie=2 "$RCPD" --listen "*:$((port + 4))" --transport rdma \
+  --rails "${RXE_DEV_B:-rxe1},${RXE_DEV_D:-rxe3}" --export d="$work/exp" > "$work/d5.log" 2>&1 &
+d5=$!
+for _ in $(seq 100); do grep -q "rcpd: ready" "$work/d4.log" && grep -q "rcpd: ready" "$work/d5.log" && break; sleep 0.05; done
+timeout 300 "$RCP" --transport rdma -P "$((port + 3))" --rails auto --json "$work/src" "$addr:d/lie-stats" \
+  > "$work/lie1.json" 2> "$work/err"; rc=$?
+check "a daemon reporting 1 TiB more than offered: the push completes, its counts refused and not used (exit $rc)" \
+  sh -c "[ $rc = 0 ] && cmp -s '$work/src' '$work/exp/lie-stats' && grep -q 'reported reading .* bytes over its rails, more than the' '$work/err' &&
+         python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))[\"rails\"]; sys.exit(not (len(r)==2 and all(x[\"bytes\"]==0 for x in r)))' '$work/lie1.json'"
+timeout 300 "$RCP" --transport rdma -P "$((port + 4))" --rails auto "$work/src" "$addr:d/lie-stats2" 2> "$work/err"; rc=$?
+check "a daemon reporting a rail the client did not join: the session is refused, naming it (exit $rc)" \
+  sh -c "[ $rc != 0 ] && grep -q 'RAIL_STATS names rail 3, which this session did not join' '$work/err'"
+kill -TERM "$d4" "$d5"; wait "$d4" "$d5" 2>/dev/null
 check "the pull used exactly two rails (rcpd offers its side's two devices)" \
   sh -c "python3 -c 'import json,sys; sys.exit(len(json.load(open(sys.argv[1]))[\"rails\"]) != 2)' '$work/pull.json'"
 # --- --rails naming devices: only those
 rcp --rails "${RXE_DEV_A:-rxe0}" --json "$addr:d/big" "$work/out/one" > "$work/one.json" 2> "$work/err"; rc=$?
 check "--rails ${RXE_DEV_A:-rxe0} alone: one rail, byte-identical (exit $rc)" \
-  sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/one' && grep -q '\"rails\":\[\]' '$work/one.json'"
+  copy_on "$rc" "$work/exp/big" "$work/out/one" "$work/one.json" "${RXE_DEV_A:-rxe0}" "$RXE_ADDR_A"
 rcp --rails nosuchdev "$addr:d/big" "$work/out/none" 2> "$work/err"; rc=$?
 check "--rails with a device this host lacks is refused (exit $rc)" sh -c "[ $rc != 0 ] && grep -q nosuchdev '$work/err'"
+# --- the path each rail took, in --json and with -v (issue 15: address and GID choice)
+check "--json gives rail ${RXE_DEV_A:-rxe0}'s path: port 1, a RoCE v2 GID of $RXE_ADDR_A, local $RXE_ADDR_A, peer $addr" \
+  python3 -c 'import json,sys
+r=[x for x in json.load(open(sys.argv[1]))["rails"] if x["device"]==sys.argv[2]][0]
+a,p=sys.argv[3],sys.argv[4]
+sys.exit(not (r["port"]==1 and isinstance(r["gid_index"],int) and r["gid"].endswith(":"+a) and r["gid_type"]=="RoCE v2"
+              and r["local"].startswith(a+":") and r["peer"].startswith(p+":") and r["chunks"]>0 and r["failed"] is None))' \
+  "$work/pull.json" "${RXE_DEV_A:-rxe0}" "$RXE_ADDR_A" "$addr"
+rcp -v "$addr:d/big" "$work/out/path" > /dev/null 2> "$work/err"; rc=$?
+check "-v names the path: device, port, GID index and GID, RoCE v2, local and peer address (exit $rc)" \
+  grep -q "rail 0: device ${RXE_DEV_A:-rxe0} port 1, GID index [0-9]* ::ffff:$RXE_ADDR_A (RoCE v2), $RXE_ADDR_A:[0-9]* -> $addr:$port" "$work/err"
+# --- --device DEV forces rail 0's device; --bind ADDR its source address
+rcp --device "${RXE_DEV_A:-rxe0}" --json "$addr:d/big" "$work/out/dev0" > "$work/dev0.json" 2> "$work/err"; rc=$?
+check "--device ${RXE_DEV_A:-rxe0}: the copy runs on it, from $RXE_ADDR_A (exit $rc)" \
+  copy_on "$rc" "$work/exp/big" "$work/out/dev0" "$work/dev0.json" "${RXE_DEV_A:-rxe0}" "$RXE_ADDR_A"
+rcp --device "${RXE_DEV_C:-rxe2}" --json "$RXE_ADDR_D:d/big" "$work/out/dev2" > "$work/dev2.json" 2> "$work/err"; rc=$?
+check "--device ${RXE_DEV_C:-rxe2} toward $RXE_ADDR_D: the copy runs on it, from $RXE_ADDR_C (exit $rc)" \
+  copy_on "$rc" "$work/exp/big" "$work/out/dev2" "$work/dev2.json" "${RXE_DEV_C:-rxe2}" "$RXE_ADDR_C"
+# rxe2 toward rxe1's address: the route to 10.77.0.2 leaves over vethA. Either rdma_cm keeps
+# the id on rxe2 (then the copy must run on rxe2) or it is refused naming rxe2 — never
+# silently run on another device.
+rcp --device "${RXE_DEV_C:-rxe2}" --json "$addr:d/big" "$work/out/dev2x" > "$work/dev2x.json" 2> "$work/err"; rc=$?
+echo "    --device ${RXE_DEV_C:-rxe2} toward $addr: exit $rc: $(tail -n 1 "$work/err")"
+check "--device ${RXE_DEV_C:-rxe2} toward $addr: run on ${RXE_DEV_C:-rxe2} or refused naming it (exit $rc)" \
+  sh -c "if [ $rc = 0 ]; then cmp -s '$work/exp/big' '$work/out/dev2x' && python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))[\"rails\"][0][\"device\"]!=sys.argv[2])' '$work/dev2x.json' '${RXE_DEV_C:-rxe2}';
+         else grep -q -- '--device ${RXE_DEV_C:-rxe2}' '$work/err'; fi"
+rcp --device nosuchdev "$addr:d/big" "$work/out/none" 2> "$work/err"; rc=$?
+check "--device with a device this host lacks is refused, naming it (exit $rc)" \
+  sh -c "[ $rc != 0 ] && grep -q \"no RDMA device 'nosuchdev'\" '$work/err' && [ ! -e '$work/out/none' ]"
+rcp --bind "$RXE_ADDR_A" --json "$addr:d/big" "$work/out/bind" > "$work/bind.json" 2> "$work/err"; rc=$?
+check "--bind $RXE_ADDR_A: the copy runs from it on ${RXE_DEV_A:-rxe0} (exit $rc)" \
+  copy_on "$rc" "$work/exp/big" "$work/out/bind" "$work/bind.json" "${RXE_DEV_A:-rxe0}" "$RXE_ADDR_A"
+rcp --bind 192.0.2.1 "$addr:d/big" "$work/out/none" 2> "$work/err"; rc=$?
+check "--bind an address this host does not have is refused, naming it (exit $rc)" \
+  sh -c "[ $rc != 0 ] && grep -q -- '--bind 192.0.2.1' '$work/err' && [ ! -e '$work/out/none' ]"
 # --- a lying client: a rail join naming a rail rcpd did not announce, or another rail than the
 # device it arrived on, is refused (the copy goes on over the rails that joined)
 RCP_TEST_FAULT=rdma-rail-index=3 rcp --rails auto --json "$addr:d/big" "$work/out/lie" > "$work/lie.json" 2> "$work/err"; rc=$?
@@ -130,6 +198,8 @@ sleep 1
 ip link set "${RXE_NETDEV_C:-vethC}" down
 wait "$push_pid"; prc=$?
 wait "$pull_pid"; rc=$?
+# while vethC is down rxe2's port is not ACTIVE: --device rxe2 has no usable port
+rcp --device "${RXE_DEV_C:-rxe2}" "$RXE_ADDR_D:d/big" "$work/out/none" 2> "$work/errd"; drc=$?
 link_up
 sleep 0.5
 grep -h "rail" "$work/d.log" | tail -n 6 | sed 's/^/    rcpd: /'
@@ -142,6 +212,8 @@ f2=$(rail_field "$work/fo.json" "${RXE_DEV_C:-rxe2}" failed) fb=$(rail_field "$w
 check "link of rail ${RXE_DEV_C:-rxe2} down mid-pull: exit 0, byte-identical, the rail carried bytes ($fb) then was named failed ($f2; exit $rc)" \
   sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/fo' && [ '$f2' != None ] && [ '$f2' != missing ] && [ '$fb' -gt 0 ] 2>/dev/null &&
          grep -q 'rail ${RXE_DEV_C:-rxe2} .*failed' '$work/err'"
+check "--device ${RXE_DEV_C:-rxe2} with its link down is refused: no ACTIVE port (exit $drc)" \
+  sh -c "[ $drc != 0 ] && grep -q -- '--device ${RXE_DEV_C:-rxe2}: no usable port toward' '$work/errd'" || sed 's/^/    client: /' "$work/errd"
 sleep 1
 # --- rcpd keeps nothing of the sessions: no QP, no MR of its pid
 qps=$(rdma res show qp 2>/dev/null | grep -c "pid $dpid ") mrs=$(rdma res show mr 2>/dev/null | grep -c "pid $dpid ")

@@ -62,6 +62,36 @@ TEST_CASE("the JSON report has every documented key, in order, on one line") {
   CHECK(j.find("\"transport\":null,\"device\":null,\"errors\":[]") != std::string::npos);
 }
 
+TEST_CASE("each rail's path in the JSON report: unknown fields are null; sessions add up by device and peer") {
+  Report r;
+  RailReport a;
+  a.device = "rxe0";
+  a.peer = "10.77.0.2:7471";
+  a.local = "10.77.0.1:40000";
+  a.port = 1;
+  a.gid_index = 1;
+  a.gid = "::ffff:10.77.0.1";
+  a.gid_type = "RoCE v2";
+  a.bytes = 100;
+  a.chunks = 2;
+  add_rails(r, {a});
+  add_rails(r, {a});
+  RailReport b;  // a rail whose path was not learnt (no GRH, not connected)
+  b.device = "mlx5_1";
+  b.peer = "10.0.0.2:7471";
+  b.failed = "port down";
+  add_rails(r, {b});
+  REQUIRE(r.rails.size() == 2);
+  CHECK(r.rails[0].bytes == 200);
+  CHECK(r.rails[0].chunks == 4);
+  const std::string j = to_json(r);
+  CHECK(j.find("\"rails\":[{\"device\":\"rxe0\",\"peer\":\"10.77.0.2:7471\",\"local\":\"10.77.0.1:40000\",\"port\":1,"
+               "\"gid_index\":1,\"gid\":\"::ffff:10.77.0.1\",\"gid_type\":\"RoCE v2\",\"bytes\":200,\"chunks\":4,"
+               "\"failed\":null},{\"device\":\"mlx5_1\",\"peer\":\"10.0.0.2:7471\",\"local\":null,\"port\":null,"
+               "\"gid_index\":null,\"gid\":null,\"gid_type\":null,\"bytes\":0,\"chunks\":0,\"failed\":\"port down\"}]}\n") !=
+        std::string::npos);
+}
+
 TEST_CASE("--stats lines") {
   Report r;
   r.files_total = 2;

@@ -75,14 +75,15 @@ Result<sockaddr_storage> resolve(const std::string& host, uint16_t port, bool pa
   return ss;
 }
 
-Result<std::pair<EventChannel, CmId>> resolve_once(sockaddr_storage& dst, int timeout_ms, const std::string& where) {
+Result<std::pair<EventChannel, CmId>> resolve_once(sockaddr_storage& dst, int timeout_ms, const std::string& where,
+                                                   sockaddr_storage* src) {
   EventChannel ch(rdma_create_event_channel());
   if (!ch) return sys_error("rdma_create_event_channel (is an RDMA device present?)");
   rdma_cm_id* raw = nullptr;
   if (rdma_create_id(ch.get(), &raw, nullptr, RDMA_PS_TCP) != 0) return sys_error("rdma_create_id");
   CmId id(raw);
-  if (rdma_resolve_addr(raw, nullptr, reinterpret_cast<sockaddr*>(&dst), timeout_ms) != 0)
-    return sys_error(where + ": rdma_resolve_addr");
+  if (rdma_resolve_addr(raw, reinterpret_cast<sockaddr*>(src), reinterpret_cast<sockaddr*>(&dst), timeout_ms) != 0)
+    return sys_error(where + (src ? ": rdma_resolve_addr from " + sockaddr_string(reinterpret_cast<sockaddr*>(src)) : ": rdma_resolve_addr"));
   // Wait a little longer than rdma_cm's own timeout so its ADDR_ERROR is seen.
   RCP_TRY(wait_cm_event(ch.get(), RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms + 1000, where + ": resolve address"));
   if (rdma_resolve_route(raw, timeout_ms) != 0) return sys_error(where + ": rdma_resolve_route");

@@ -41,7 +41,10 @@ Result<sockaddr_storage> resolve(const std::string& host, uint16_t port, bool pa
 
 /// Resolves address and route on a fresh channel and id. A timed-out attempt
 /// is thrown away whole: an id still resolving cannot be asked again.
-Result<std::pair<EventChannel, CmId>> resolve_once(sockaddr_storage& dst, int timeout_ms, const std::string& where);
+/// `src` (rcp --bind / --device): the local address to resolve from, which
+/// binds the id to the device that has it; null = the route's choice.
+Result<std::pair<EventChannel, CmId>> resolve_once(sockaddr_storage& dst, int timeout_ms, const std::string& where,
+                                                   sockaddr_storage* src = nullptr);
 
 /// The parameters of every rdma_connect and rdma_accept of rcp: the agreed
 /// READ depths, transport and RNR retries at their maximum (7), and our

@@ -26,6 +26,7 @@
 #include "transport/rdma/device.h"
 #include "transport/rdma/handles.h"
 #include "transport/rdma/joins.h"
+#include "transport/rdma/path_info.h"
 #include "transport/rdma/rail.h"
 #include "transport/rdma/rdma_transport.h"
 #include "transport/rdma/read_lanes.h"
@@ -50,7 +51,10 @@ class Connection final : public Transport {
   /// Applies the peer's hello: credits, limits, checksum set.
   void set_peer(const wire::Hello& peer, uint32_t rd_atomic);
   /// Client side: rdma_connect saw ESTABLISHED.
-  void set_established() { lanes_[0].up = true; }
+  void set_established() {
+    lanes_[0].up = true;
+    path0_ = path_info(id_.get());
+  }
   const DeviceCaps& caps() const { return caps_; }
   rdma_cm_id* id() const { return id_.get(); }
 
@@ -103,8 +107,12 @@ class Connection final : public Transport {
   void poll_async();
   /// Posts the chunks failed rails gave back, as far as there is room.
   void repost_orphans(std::vector<TransportEvent>& events);
-  /// Takes RAIL_KEYS messages (ours, not the engine's) out of events[first..].
+  /// Takes RAIL_KEYS and RAIL_STATS messages (ours, not the engine's) out of events[first..].
   void take_rail_keys(std::vector<TransportEvent>& events, size_t first);
+  /// Daemon side, for a client that takes them: queues RAIL_STATS before
+  /// a control message when the counts changed (while READs are in flight,
+  /// at most every kRailStatsEveryMs), so the last message has the final ones.
+  Status queue_rail_stats();
   /// Keys of every rail for a READ under the engine's rkey.
   std::array<RailKeyPair, kMaxLaneRails> keys_for(uint32_t rkey0) const;
   /// Daemon side: adopts the queue pairs the listener accepted meanwhile.
@@ -133,6 +141,7 @@ class Connection final : public Transport {
   QueueSizes q_{};
   Negotiated neg_;
   std::string peer_name_ = "?";
+  PathInfo path0_;  ///< the control QP's path (rail 0), once established
   uint32_t max_qps_ = 1;
   uint32_t sink_lkey_ = 0;  ///< lkey of the registration READs land in
   /// The peer's RAIL_KEYS: for the key the engine quotes, the rkey of the
@@ -140,6 +149,11 @@ class Connection final : public Transport {
   /// kMaxPeerRailKeys registrations (a peer registers its pool once).
   std::map<uint32_t, std::array<std::optional<uint32_t>, wire::kMaxRails>> peer_keys_;
   std::deque<Orphan> orphans_;  ///< chunks of failed rails not yet re-posted
+  bool peer_takes_stats_ = false;  ///< daemon: the client's hello set kHelloRailStats
+  std::vector<wire::RailCount> stats_sent_;  ///< daemon: the counts last sent
+  std::chrono::steady_clock::time_point stats_at_{};  ///< daemon: when
+  /// Client: the daemon's RAIL_STATS by wire rail index (0: control device).
+  std::array<std::optional<wire::RailCount>, wire::kMaxRails> peer_counts_{};
   std::chrono::steady_clock::time_point next_port_check_{};  ///< poll_async: when to ask the rails' ports
   std::shared_ptr<QpJoins> reg_;  ///< set once this session is open for joins
   uint64_t token_ = 0;

@@ -14,6 +14,7 @@
 
 #include "transport/rdma/device.h"
 #include "transport/rdma/handles.h"
+#include "transport/rdma/path_info.h"
 #include "util/result.h"
 
 namespace rcp::rdma {
@@ -23,6 +24,7 @@ struct Rail {
   uint8_t index = 0;  ///< its number on the wire: the daemon's announced address it reaches (1..)
   DeviceCaps caps;
   std::string peer;  ///< the peer's address on this rail ("" until known)
+  PathInfo path;     ///< its first queue pair's path (port 0 until one joined)
   // Creation order: destroyed MRs, CQ, channel, PD (QPs are gone before:
   // the connection releases its lanes first).
   Pd pd;

@@ -3,6 +3,7 @@
 #include "transport/rdma/rdma_transport.h"
 
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <vector>
 #include <fmt/core.h>
@@ -10,6 +11,7 @@
 #include "transport/rdma/cm.h"
 #include "transport/rdma/connection.h"
 #include "transport/rdma/device.h"
+#include "transport/rdma/rail_addrs.h"
 #include "util/log.h"
 #include "util/test_faults.h"
 #include "wire/messages.h"
@@ -73,6 +75,35 @@ void add_rails(Connection& t, std::span<const wire::RailAddr> addrs, uint64_t to
   }
 }
 
+/// rcp --bind / --device: the source address rdma_cm resolves from, or
+/// none (the route's choice). --bind names it; --device takes its device's
+/// first IP address (an IP GID of an ACTIVE port) in the daemon's family.
+/// A device without one cannot reach the daemon: refused, naming it.
+Result<std::optional<sockaddr_storage>> source_address(const RdmaOptions& opt, const sockaddr_storage& dst) {
+  if (!opt.bind.empty()) {
+    auto src = resolve(opt.bind, 0, true);
+    if (!src.ok()) return make_error(0, "--bind " + opt.bind + ": " + src.error().message());
+    if (src->ss_family != dst.ss_family)
+      return make_error(EAFNOSUPPORT, fmt::format("--bind {}: not in the family of the daemon's address {}", opt.bind,
+                                                  sockaddr_string(reinterpret_cast<const sockaddr*>(&dst))));
+    return std::optional<sockaddr_storage>(src.value());
+  }
+  if (opt.device.empty()) return std::optional<sockaddr_storage>();
+  const uint8_t family = dst.ss_family == AF_INET6 ? 6 : 4;
+  for (const LocalRail& r : local_rails()) {
+    if (r.dev != opt.device) continue;
+    for (const wire::RailAddr& a : r.addrs) {
+      if (a.family != family) continue;
+      auto src = resolve(wire::rail_addr_string(a), 0, true);
+      if (src.ok()) return std::optional<sockaddr_storage>(src.value());
+    }
+    return make_error(EADDRNOTAVAIL,
+                      fmt::format("--device {}: no usable port toward {}: no ACTIVE port with an IPv{} GID", opt.device,
+                                  sockaddr_string(reinterpret_cast<const sockaddr*>(&dst)), family));
+  }
+  return make_error(ENODEV, fmt::format("--device {}: this host has no RDMA device '{}'", opt.device, opt.device));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_t port, const RdmaOptions& opt) {
@@ -85,15 +116,30 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
   // attempts, repeated, within the overall timeout.
   const int attempt_ms = std::min(opt.timeout_ms, 2000);
   const int attempts = std::max(1, opt.timeout_ms / attempt_ms);
+  RCP_ASSIGN(std::optional<sockaddr_storage> src, source_address(opt, dst));
   Result<std::pair<EventChannel, CmId>> r = make_error(ETIMEDOUT, where);
   for (int i = 0; i < attempts; ++i) {
-    r = resolve_once(dst, attempt_ms, where);
+    r = resolve_once(dst, attempt_ms, where, src ? &*src : nullptr);
     if (r.ok() || (r.error().code != ETIMEDOUT && r.error().code != EHOSTUNREACH && r.error().code != ENODATA)) break;
     log_debug("{}: {} (attempt {} of {})", where, r.error().message(), i + 1, attempts);
   }
-  if (!r.ok()) return r.error();
+  // With --device or --bind, a path that does not work is theirs: say so.
+  auto forced = [&](const Error& e) {
+    if (!opt.device.empty())
+      return make_error(e.code, fmt::format("--device {}: no usable path toward the daemon: {}", opt.device, e.message()));
+    if (!opt.bind.empty())
+      return make_error(e.code, fmt::format("--bind {}: no usable path toward the daemon: {}", opt.bind, e.message()));
+    return e;
+  };
+  if (!r.ok()) return forced(r.error());
   EventChannel ch = std::move(r.value().first);
   CmId id = std::move(r.value().second);
+  // rdma_cm binds the id to the device that has the source address; with
+  // --device, a route that left over another device is refused, not used.
+  if (!opt.device.empty() && opt.device != ibv_get_device_name(id->verbs->device))
+    return make_error(EHOSTUNREACH, fmt::format("--device {}: the route from {} to {} goes over {}, not {}", opt.device,
+                                                sockaddr_string(rdma_get_local_addr(id.get())), sockaddr_string(reinterpret_cast<sockaddr*>(&dst)),
+                                                ibv_get_device_name(id->verbs->device), opt.device));
   rdma_event_channel* chp = ch.get();
   if (!opt.rails.automatic) {
     const auto have = device_names();
@@ -106,6 +152,7 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
   RCP_TRY(t->setup(want));
   const DeviceCaps& c = t->caps();
   wire::Hello mine = t->hello();
+  mine.flags |= wire::kHelloRailStats;  // the daemon reports what it reads per rail (a push's --json)
   if (opt.rails.enabled) {
     // The daemon admits as many QPs as announced: want on each rail it may offer.
     mine.flags |= wire::kHelloWantRails;
@@ -116,7 +163,9 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
   rdma_conn_param cp = conn_param(c.init_rd, c.resp_rd, pd);
   if (rdma_connect(t->id(), &cp) != 0) return sys_error(where + ": rdma_connect");
   // The event channel is non-blocking since setup; wait_cm_event polls first.
-  RCP_ASSIGN(CmEvent est, wait_cm_event(chp, RDMA_CM_EVENT_ESTABLISHED, opt.timeout_ms, where));
+  auto established = wait_cm_event(chp, RDMA_CM_EVENT_ESTABLISHED, opt.timeout_ms, where);
+  if (!established.ok()) return forced(established.error());
+  CmEvent est = std::move(established.value());
   auto ph = wire::decode_hello(est.private_data);
   if (!ph.ok()) return make_error(ph.error().code, where + ": " + ph.error().context);
   t->set_peer(ph.value(), std::min<uint32_t>(c.init_rd, ph->rd_resp));

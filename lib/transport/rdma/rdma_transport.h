@@ -34,6 +34,8 @@ struct RdmaOptions {
   uint16_t ctrl_depth = 64;  ///< control receives posted (and credits granted) per side
   uint32_t qps = 1;          ///< client: queue pairs per connection (1..16); READs are spread over them
   RailsOption rails;         ///< client: --rails (more RDMA devices, each with qps queue pairs); daemon: the devices it offers
+  std::string bind;          ///< client: --bind, the source address rdma_cm resolves from ("" = the route's)
+  std::string device;        ///< client: --device, the device rail 0 must be on ("" = the route's)
 };
 
 /// True if this host has at least one RDMA device (cheap; for --transport auto).

@@ -145,7 +145,7 @@ std::string addr_string(const sockaddr* sa) {
   return "?";
 }
 
-Result<Fd> dial(const std::string& host, uint16_t port, std::string& peer) {
+Result<Fd> dial(const std::string& host, uint16_t port, std::string& peer, const std::string& bind) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_family = AF_UNSPEC;
@@ -163,6 +163,24 @@ Result<Fd> dial(const std::string& host, uint16_t port, std::string& peer) {
       continue;
     }
     peer = addr_string(ai->ai_addr);
+    if (!bind.empty()) {
+      // The local address in the peer's family (port 0: the kernel picks).
+      addrinfo bh{};
+      bh.ai_socktype = SOCK_STREAM;
+      bh.ai_family = ai->ai_family;
+      bh.ai_flags = AI_PASSIVE;
+      addrinfo* br = nullptr;
+      if (int g = ::getaddrinfo(bind.c_str(), "0", &bh, &br); g != 0) {
+        last = make_error(0, fmt::format("--bind {}: no {} address to connect to {} from ({})", bind,
+                                         ai->ai_family == AF_INET6 ? "IPv6" : "IPv4", peer, gai_strerror(g)));
+        continue;
+      }
+      std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> bguard(br, freeaddrinfo);
+      if (::bind(s.get(), br->ai_addr, br->ai_addrlen) != 0) {
+        last = sys_error(fmt::format("--bind {}: cannot connect from {}", bind, addr_string(br->ai_addr)));
+        continue;
+      }
+    }
     if (::connect(s.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
       last = sys_error("tcp connect to " + peer);
       continue;
@@ -223,7 +241,7 @@ Result<std::unique_ptr<Transport>> tcp_connect(const std::string& host, uint16_t
   if (opt.encrypt) {
     RCP_ASSIGN(ctx, TlsContext::client());
   }
-  RCP_ASSIGN(Fd first, dial(host, port, peer));
+  RCP_ASSIGN(Fd first, dial(host, port, peer, opt.bind));
   const Deadline dl = Deadline::in(opt.timeout_ms);
   RCP_ASSIGN(wire::Hello h, exchange_hello(first.get(), peer, opt, 0, dl));
   std::unique_ptr<TlsStream> tls;
@@ -243,7 +261,7 @@ Result<std::unique_ptr<Transport>> tcp_connect(const std::string& host, uint16_t
   const uint32_t streams = std::clamp<uint32_t>(opt.streams, 1, kMaxJoinedConnections);
   for (uint32_t i = 1; token != 0 && i < streams; ++i) {
     std::string p2;
-    RCP_ASSIGN(Fd s, dial(host, port, p2));
+    RCP_ASSIGN(Fd s, dial(host, port, p2, opt.bind));
     const Deadline jdl = Deadline::in(opt.timeout_ms);
     RCP_TRY(exchange_hello(s.get(), p2, opt, kHelloJoin, jdl));
     std::unique_ptr<TlsStream> stls;

@@ -29,7 +29,9 @@ std::string addr_string(const sockaddr* sa);
 
 /// A connected socket to host:port (first address that answers); `peer` is
 /// set to the address it reached.
-Result<Fd> dial(const std::string& host, uint16_t port, std::string& peer);
+/// `bind` (rcp --bind): the local address to connect from, "" for the kernel's choice;
+/// an address this host does not have is refused with its name.
+Result<Fd> dial(const std::string& host, uint16_t port, std::string& peer, const std::string& bind = "");
 
 /// Daemon side, on the session's thread: exchanges hellos on an accepted
 /// socket, all of it within opt.timeout_ms (one deadline for the whole

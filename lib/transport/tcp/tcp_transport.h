@@ -36,6 +36,8 @@ struct TcpOptions {
   /// Client: TLS 1.3 on every stream (tcp/tls.h); a daemon that does not
   /// offer it is refused (ENOPROTOOPT).
   bool encrypt = false;
+  /// Client: the local address every stream connects from (rcp --bind); "" = the kernel's choice.
+  std::string bind;
   /// Daemon: the TLS context offered to clients that ask; null = not offered.
   std::shared_ptr<tcp::TlsContext> tls;
 };
