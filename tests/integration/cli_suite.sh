@@ -6,19 +6,9 @@
 # usage: cli_suite.sh --bin DIR [--work DIR]
 # Prints PASS/FAIL lines and ends with "N passed, N failed"; exit status 1 if any failed.
 set -u
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # writing_into
-bin= work=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --work) work=$2; shift 2 ;;
-    *) echo "cli_suite: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
-[ -n "$bin" ] || { echo "cli_suite: --bin DIR is required" >&2; exit 2; }
-RCP=$(cd "$bin/../rcp" 2>/dev/null && pwd)/rcp; [ -x "$RCP" ] || RCP=$bin/rcp
-RCPD=$(cd "$bin/../rcpd" 2>/dev/null && pwd)/rcpd; [ -x "$RCPD" ] || RCPD=$bin/rcpd
-for b in "$RCP" "$RCPD"; do [ -x "$b" ] || { echo "cli_suite: $b not built" >&2; exit 2; }; done
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # suite_args, suite_bins, writing_into
+suite_args cli_suite "$@"
+suite_bins cli_suite
 
 [ -n "$work" ] || work=$(mktemp -d /tmp/rcp-cli.XXXXXX)
 mkdir -p "$work"

@@ -358,7 +358,9 @@ rc=$?
 check "pull of a missing named source beside a good one exits 23, not 24 (exit $rc)" test $rc = 23
 # the push side: the client's own file vanishes after its walk (the source is slowed)
 mkdir -p "$src/vtree" && cp "$src/size48M" "$src/vtree/a-big" && echo b > "$src/vtree/b-gone"
-RCP_TEST_FAULT=source-delay-ms=40 rcp -r "$src/vtree" "$addr:data/" &
+# (80 ms a chunk: 3.8 s before b-gone's turn; at 40 ms the guest under a loaded host once
+# finished the copy before writing_into had seen it start, and the file was never missed)
+RCP_TEST_FAULT=source-delay-ms=80 rcp -r "$src/vtree" "$addr:data/" &
 cpid=$!
 for _ in $(seq 200); do writing_into "$exp" && break; sleep 0.05; done
 rm -f "$src/vtree/b-gone"
