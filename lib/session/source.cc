@@ -126,6 +126,8 @@ class Source {
     c.digest = digest;
     if (chunk_seq_++ == test_faults().source_corrupt) p[s.length / 2] ^= 0x5a;
     if (test_faults().source_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(test_faults().source_delay_ms));
+    if (!test_faults().source_hold.empty() && chunk_seq_ > 1)
+      while (::access(test_faults().source_hold.c_str(), F_OK) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     f.ledger.add_digest(s.offset, s.length, c.digest);
     --f.reads_out;
     RCP_TRY(ch_.send(c));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace rcp {
@@ -15,6 +16,11 @@ struct TestFaults {
   int64_t source_corrupt = -1;     ///< flip a byte of the N-th chunk after hashing (every fetch sees it)
   int64_t sink_corrupt_once = -1;  ///< flip a byte of the N-th chunk read, first attempt only
   int source_delay_ms = 0;         ///< pause before announcing each chunk
+  /// While this file exists, the source holds every chunk after its first: a suite starts
+  /// a copy, sees it writing, acts (a signal, a vanished file), then removes the file. A
+  /// per-chunk delay alone raced: an ASan build in the TCG guest once finished a 48-chunk
+  /// pull at 40 ms a chunk before the suite had seen it start.
+  std::string source_hold;
   int protocol_version = -1;       ///< speak this protocol version instead of ours
   bool rdma_bad_join_token = false;  ///< quote a join token one bit off
   int rdma_rail_index = 0;         ///< rcp --rails: every rail join names this rail (a lying client)

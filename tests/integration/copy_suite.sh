@@ -326,26 +326,32 @@ check "killed client: the daemon removed its temp file" no_temps "$exp"
 rcp "$src/size1M+1" "$addr:data/after-kill"
 check "daemon serves the next client after a kill" cmp -s "$src/size1M+1" "$exp/after-kill"
 # a pulling client interrupted with SIGTERM removes its own temp file
-# (for a pull the delay must be on the daemon's side, so restart it with the fault switch)
+# (for a pull the delay must be on the daemon's side, so restart it with the fault switches:
+# while $hold exists the daemon holds every chunk after the session's first, so the copy is still
+# under way when the suite acts however slow the machine; 40 ms a chunk for the --timeout check)
+hold=$work/hold
 stop_daemon
-start_daemon RCP_TEST_FAULT=source-delay-ms=40
+start_daemon RCP_TEST_FAULT=source-delay-ms=40,source-hold=$hold
+: > "$hold"
 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" "$addr:data/size48M" "$out/interrupted" 2>/dev/null &
 cpid=$!
-for _ in $(seq 100); do writing_into "$out" && break; sleep 0.05; done
-sleep 0.3
+for _ in $(seq 200); do writing_into "$out" && break; sleep 0.05; done
+check "interrupted pull reached mid-copy (the client is writing it)" writing_into "$out"
 kill -TERM $cpid; wait $cpid; crc=$?
+rm -f "$hold"
 check "interrupted pull exits non-zero" test $crc != 0
 check "interrupted pull: nothing at the target name" test ! -e "$out/interrupted"
 check "interrupted pull: its temp file is removed" no_temps "$out"
 # a file that vanishes between the daemon's walk and its turn: reported, exit 24 (rsync's
 # "partial transfer due to vanished source files"), the rest copied
-# (its turn comes only once size48M's 48 chunks are out: >= 1.3 s at 40 ms each)
+# (its turn comes only once a-big's chunks are out, and the hold keeps them in until b-gone is gone)
 mkdir -p "$exp/vanish" "$out/vanish"
 cp "$src/size48M" "$exp/vanish/a-big"; echo b > "$exp/vanish/b-gone"; echo c > "$exp/vanish/c-kept"
+: > "$hold"
 rcp -r "$addr:data/vanish" "$out/vanish" 2> "$work/err" &
 cpid=$!
 for _ in $(seq 200); do writing_into "$out/vanish" && break; sleep 0.05; done
-rm -f "$exp/vanish/b-gone"
+rm -f "$exp/vanish/b-gone" "$hold"
 wait $cpid; rc=$?
 check "pull -r whose file vanished before its turn exits 24 (exit $rc)" test $rc = 24
 check "  ... naming it" grep -q "vanished.*data/vanish/b-gone.*No such file" "$work/err"
@@ -358,12 +364,13 @@ rc=$?
 check "pull of a missing named source beside a good one exits 23, not 24 (exit $rc)" test $rc = 23
 # the push side: the client's own file vanishes after its walk (the source is slowed)
 mkdir -p "$src/vtree" && cp "$src/size48M" "$src/vtree/a-big" && echo b > "$src/vtree/b-gone"
-# (80 ms a chunk: 3.8 s before b-gone's turn; at 40 ms the guest under a loaded host once
-# finished the copy before writing_into had seen it start, and the file was never missed)
-RCP_TEST_FAULT=source-delay-ms=80 rcp -r "$src/vtree" "$addr:data/" &
+# (held, as the pull above: at 40 ms a chunk the guest under a loaded host once finished the
+# copy before writing_into had seen it start, and the file was never missed)
+: > "$hold"
+RCP_TEST_FAULT=source-hold=$hold rcp -r "$src/vtree" "$addr:data/" &
 cpid=$!
 for _ in $(seq 200); do writing_into "$exp" && break; sleep 0.05; done
-rm -f "$src/vtree/b-gone"
+rm -f "$src/vtree/b-gone" "$hold"
 wait $cpid; rc=$?
 check "push -r whose local file vanished before its turn exits 24 (exit $rc)" test $rc = 24
 check "  ... naming it" grep -q "vanished.*vtree/b-gone" "$work/err"
