@@ -379,10 +379,13 @@ rm -rf "$src/vtree" "$exp/vtree"
 # --timeout: a daemon that stops answering mid-copy (SIGSTOP) ends the pull with exit 30 after
 # the given seconds, naming the silent peer; nothing at the target, no temp file; the daemon,
 # continued, serves the next client
+# (held until stopped, so the copy is under way when SIGSTOP lands however slow the machine)
+: > "$hold"
 rcp --timeout 2 "$addr:data/size48M" "$out/stalled" &
 cpid=$!
 for _ in $(seq 200); do writing_into "$out" && break; sleep 0.05; done
 kill -STOP "$dpid"
+rm -f "$hold"
 wait $cpid; rc=$?
 kill -CONT "$dpid"
 check "pull from a daemon stopped mid-copy with --timeout 2 exits 30 (exit $rc)" test $rc = 30
