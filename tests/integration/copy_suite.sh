@@ -671,10 +671,11 @@ if [ "$transport" = rdma ]; then
   check "  ... byte-exact" cmp -s "$src/size1M+1" "$exp/qp1"
   # while a slowed push runs, the kernel shows 3 QPs on each side
   if command -v rdma >/dev/null; then
-    # 150 ms per chunk: the copy lasts >= 7 s, so it is still running when the
-    # stranger's joins are done even under ASan in the TCG guest (with 40 ms it
-    # once ended first, and the daemon then rightly held 0 QPs)
-    RCP_TEST_FAULT=source-delay-ms=150 "$RCP" --transport rdma -P "$rport" --streams 3 \
+    # held (source-hold) until the stranger's joins are done: with 40 ms a chunk the
+    # copy once ended first under ASan in the TCG guest, and the daemon then rightly
+    # held 0 QPs
+    : > "$hold"
+    RCP_TEST_FAULT=source-hold=$hold "$RCP" --transport rdma -P "$rport" --streams 3 \
         "$src/size48M" "$addr:data/qp3slow" 2> "$work/err" &
     cpid=$!
     dq=0 cq=0
@@ -695,6 +696,7 @@ if [ "$transport" = rdma ]; then
       running=$(kill -0 $cpid 2>/dev/null && echo yes || echo "no: the copy ended before this check")
       check "  ... and the daemon still holds 3 QPs (has $dq; copy running: $running)" test "$dq" = 3 -a "$running" = yes
     fi
+    rm -f "$hold"
     wait $cpid
     check "  ... and the slowed copy arrives byte-exact" cmp -s "$src/size48M" "$exp/qp3slow"
   fi
