@@ -11,15 +11,18 @@ namespace rcp {
 
 Result<std::unique_ptr<Ring>> Ring::create(unsigned entries) {
   std::unique_ptr<Ring> r(new Ring());
-  // Completions are handled by the one thread that submits (the session's
-  // loop), so let the kernel defer their task work until that thread asks
-  // for them (DEFER_TASKRUN, Linux 6.1) instead of interrupting it with a
-  // signal-style task-work run per completion; TASKRUN_FLAG lets liburing's
-  // peek see when deferred work waits. Older kernels refuse the flags with
-  // EINVAL, and the ring is then set up plainly.
-  int rc = io_uring_queue_init(entries, &r->ring_,
-                               IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG);
-  if (rc == -EINVAL) rc = io_uring_queue_init(entries, &r->ring_, 0);
+  // A plain ring: the kernel runs a completion's task work at once and the
+  // CQE's eventfd signal wakes the loop sleeping in epoll. Not DEFER_TASKRUN
+  // (used until 2026-12-04): with it, on Linux 6.18.44 a socket receive's
+  // completion waited as deferred work whose eventfd signal came 15-40 ms late
+  // (perf: io_uring_task_add, then epoll_wait returns 15-40 ms after; the
+  // kernel may defer the signal through RCU, not proven), and
+  // tests/unit/ring_test.cc found the eventfd set 0 times in 50 right after
+  // the peer's send: 10,000 x 4 KiB over TCP loopback took 10.2 s
+  // instead of 0.25 s, one 512 MiB push 4.7 s instead of 0.33 s. COOP_TASKRUN
+  // measured the same as plain (small files) or 10 % more CPU (512 MiB push,
+  // 0.64 vs 0.56 CPU-s, medians of 8), so the ring keeps no setup flags.
+  int rc = io_uring_queue_init(entries, &r->ring_, 0);
   if (rc < 0) return make_error(-rc, "io_uring_queue_init");
   r->inited_ = true;
   int efd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -23,12 +23,10 @@ namespace rcp {
 
 class Ring {
  public:
-  /// entries: submission queue size. DEFER_TASKRUN where the kernel has it
-  /// (6.1+): completions wait as task work for the loop's next reap instead
-  /// of interrupting it. The loop still sleeps in epoll: queuing deferred work
-  /// signals the registered eventfd (liburing test/defer-taskrun.c checks
-  /// exactly that), and TASKRUN_FLAG makes io_uring_peek_cqe enter the kernel
-  /// to run it. No SQPOLL: it would spend a core polling on 2-core hosts.
+  /// entries: submission queue size. The loop sleeps in epoll on the ring's
+  /// eventfd, which the kernel signals as it posts each completion (ring.cc
+  /// says why no DEFER_TASKRUN). No SQPOLL: it would spend a core polling on
+  /// 2-core hosts.
   static Result<std::unique_ptr<Ring>> create(unsigned entries);
   ~Ring();
   Ring(const Ring&) = delete;
