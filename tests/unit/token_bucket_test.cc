@@ -15,7 +15,7 @@ TEST_CASE("token bucket: a full bucket lets the burst go, then the rate holds") 
   CHECK(b.take(400, 0));
   CHECK(b.take(400, 0));  // balance was 100 >= 0: goes, debt 300
   CHECK_FALSE(b.take(1, 0));
-  const auto near = [](int64_t a, int64_t b) { return a - b <= 1 && b - a <= 1; };  // (ns, rounding)
+  const auto near = [](int64_t x, int64_t y) { return x - y <= 1 && y - x <= 1; };  // (ns, rounding)
   CHECK(near(b.wait_ns(0), 300 * kSec / 1000));  // the debt at 1000 B/s: 0.3 s
   CHECK_FALSE(b.take(1, kSec / 10));
   CHECK(near(b.wait_ns(kSec / 10), 200 * kSec / 1000));
