@@ -63,9 +63,16 @@ Result<Destination> resolve_destination_beneath(int root_fd, std::string_view re
     multi = true;
     auto probe = open_beneath(root_fd, rel, O_PATH);
     if (!probe.ok() && probe.error().code == ENOENT && dry_run) return missing_dir(std::move(shown));
+    bool made_last = false;
     if (!probe.ok() && probe.error().code == ENOENT) {
-      auto made = make_dirs_beneath(root_fd, rel);
+      auto made = make_dirs_beneath(root_fd, rel, 0755, &made_last);
       if (!made.ok()) return make_error(made.error().code, "cannot create destination '" + shown + "': " + made.error().context);
+    }
+    if (made_last) {
+      auto d = finish_destination(open_beneath(root_fd, rel, O_RDONLY | O_DIRECTORY), make_error(ENOENT, shown), "",
+                                  multi, shown);
+      if (d.ok()) d->created = true;
+      return d;
     }
   }
   auto as_dir = open_beneath(root_fd, rel, O_RDONLY | O_DIRECTORY);
@@ -78,18 +85,22 @@ Result<Destination> resolve_destination_beneath(int root_fd, std::string_view re
 namespace {
 
 /// mkdir -p for the user's own path: every missing component, 0777 less the umask.
-Status make_local_dirs(const std::string& path) {
+/// True when the last component was made here (not there before).
+Result<bool> make_local_dirs(const std::string& path) {
   std::string cur;
   size_t i = 0;
+  bool made = false;
   while (i <= path.size()) {
     size_t j = path.find('/', i);
     if (j == std::string::npos) j = path.size();
     cur = path.substr(0, j);
-    if (!cur.empty() && ::mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST)
-      return sys_error("cannot create destination directory '" + cur + "'");
+    if (j > i) {  // (not the empty component after a '/': "a//b", "dst/")
+      made = ::mkdir(cur.c_str(), 0777) == 0;
+      if (!made && errno != EEXIST) return sys_error("cannot create destination directory '" + cur + "'");
+    }
     i = j + 1;
   }
-  return {};
+  return made;
 }
 
 }  // namespace
@@ -102,7 +113,16 @@ Result<Destination> resolve_destination_local(const std::string& path, bool mult
   if (make_dir) {
     multi = true;
     if (dry_run && ::stat(path.c_str(), &st) != 0 && errno == ENOENT) return missing_dir(path);
-    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) RCP_TRY(make_local_dirs(path));
+    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) {
+      RCP_ASSIGN(const bool made, make_local_dirs(path));
+      if (made) {
+        int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        Result<Fd> as_dir = fd >= 0 ? Result<Fd>(Fd(fd)) : Result<Fd>(sys_error("'" + path + "'"));
+        auto d = finish_destination(std::move(as_dir), make_error(ENOENT, path), "", multi, path);
+        if (d.ok()) d->created = true;
+        return d;
+      }
+    }
   }
   if (::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
     if (!S_ISBLK(st.st_mode) || !dev.write_devices)

@@ -58,6 +58,10 @@ struct Destination {
   /// --delete (a directory destination only): what the source does not
   /// send is removed from the directories it sends (fs/prune.h).
   std::optional<PruneOptions> prune;
+  /// The resolve made this directory (it did not exist): nothing stands in
+  /// it yet, so the first DestinationTree over it looks nothing up (see
+  /// DestinationTree::fresh_). Taken (cleared) by that tree.
+  bool created = false;
 };
 
 /// What may stand where a file is about to land, with a rename over it:
@@ -127,7 +131,10 @@ struct IncomingFile {
 /// one open of that directory, not one per file.
 class DestinationTree {
  public:
-  explicit DestinationTree(Destination& dest, Preserve preserve = {}) : dest_(dest), preserve_(preserve) {}
+  explicit DestinationTree(Destination& dest, Preserve preserve = {}) : dest_(dest), preserve_(preserve) {
+    if (dest_.created) fresh_.insert("");  // the destination itself: "rcp -r dir/ host:new/"
+    dest_.created = false;
+  }
   DestinationTree(const DestinationTree&) = delete;
 
   /// Names and opens the entry `name` (from FILE_BEGIN; '/'-separated below a

@@ -292,3 +292,55 @@ TEST_CASE("a missing destination: made (with its parents) when it must be a dire
     CHECK(std::filesystem::is_empty(outside.dir));
   }
 }
+
+TEST_CASE("a destination the resolve made is fresh: its first tree looks nothing up in it, and still replaces") {
+  Scratch s;
+  auto expect_fresh = [&](Destination& dest, const std::string& dir) {
+    CHECK(dest.created);
+    DestinationTree tree(dest);
+    CHECK_FALSE(dest.created);  // taken: a second tree over it looks again
+    // Planted behind the tree's back (another writer): place() does not see
+    // it (no lookup), and the commit still replaces it (link, then EEXIST:
+    // temp name + rename), never fails or leaves it.
+    {
+      int fd = ::open((dir + "/x").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      REQUIRE(fd >= 0);
+      REQUIRE(::write(fd, "old", 3) == 3);
+      ::close(fd);
+    }
+    PlacedEntry e = tree.place("x", S_IFREG, 0644, "peer");
+    REQUIRE_MESSAGE(e.error.empty(), e.error);
+    CHECK_FALSE(e.old.exists);  // no lookup: "nothing was there"
+    REQUIRE(::write(e.tmp.fd(), "new!", 4) == 4);
+    REQUIRE(e.tmp.commit(0644, false).ok());
+    CHECK(std::filesystem::file_size(dir + "/x") == 4);
+    DestinationTree again(dest);
+    PlacedEntry seen = again.place("x", S_IFREG, 0644, "peer");
+    CHECK(seen.old.exists);  // not fresh: looked up, found
+  };
+  SUBCASE("local, made") {
+    auto d = resolve_destination_local(s.at("made/"), true, {}, true);
+    REQUIRE_MESSAGE(d.ok(), d.error().message());
+    expect_fresh(d.value(), s.at("made"));
+  }
+  SUBCASE("beneath an export, made") {
+    Fd root(::open(s.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    auto d = resolve_destination_beneath(root.get(), "p/made", false, "mod/p/made", true);
+    REQUIRE_MESSAGE(d.ok(), d.error().message());
+    expect_fresh(d.value(), s.at("p/made"));
+  }
+  SUBCASE("an existing directory is not fresh: what stands in it is looked up") {
+    s.file("there/x", "old");
+    Fd root(::open(s.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    auto b = resolve_destination_beneath(root.get(), "there", false, "mod/there", true);
+    auto l = resolve_destination_local(s.at("there/"), true, {}, true);
+    for (auto* d : {&b, &l}) {
+      REQUIRE(d->ok());
+      CHECK_FALSE((*d)->created);
+      DestinationTree tree(d->value());
+      PlacedEntry e = tree.place("x", S_IFREG, 0644, "peer");
+      CHECK(e.old.type == S_IFREG);
+      CHECK(e.old.size == 3);
+    }
+  }
+}
