@@ -211,4 +211,32 @@ Result<std::vector<RailCount>> decode_rail_stats(std::span<const uint8_t> buf) {
   return out;
 }
 
+std::vector<uint8_t> encode_control_moved(uint64_t received) {
+  std::vector<uint8_t> out;
+  Writer w(out);
+  w.u32(kMagic);
+  w.u16(protocol_version());
+  w.u16(kControlMovedType);
+  w.u32(8);
+  w.u64(received);
+  return out;
+}
+
+bool is_control_moved(std::span<const uint8_t> buf) {
+  if (buf.size() < kHeaderSize) return false;
+  Reader r(buf);
+  const uint32_t magic = r.u32();
+  r.u16();
+  return magic == kMagic && r.u16() == kControlMovedType;
+}
+
+Result<uint64_t> decode_control_moved(std::span<const uint8_t> buf) {
+  if (!is_control_moved(buf)) return proto("not a CONTROL_MOVED message");
+  Reader r(buf.subspan(8));
+  const uint32_t len = r.u32();
+  if (len != 8 || buf.size() != kHeaderSize + 8)
+    return proto(fmt::format("CONTROL_MOVED of {} bytes (8 expected)", buf.size() - std::min(buf.size(), kHeaderSize)));
+  return r.u64();
+}
+
 }  // namespace rcp::wire

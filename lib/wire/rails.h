@@ -39,6 +39,10 @@ constexpr uint32_t kHelloWantRails = 1u << 3;
 constexpr uint32_t kHelloRails = 1u << 4;
 /// Join hello: the token is followed by the rail index joined (1-based).
 constexpr uint32_t kHelloRail = 1u << 5;
+/// Rail join hello: this queue pair (the first of its rail) also carries a
+/// standby control channel — receive buffers posted before it connects —
+/// that control moves to should rail 0's link fail (CONTROL_MOVED below).
+constexpr uint32_t kHelloRailStandby = 1u << 7;
 /// Client hello: the client takes RAIL_STATS (the daemon then reports what
 /// it read over each rail, so a push's --json has per-rail bytes).
 constexpr uint32_t kHelloRailStats = 1u << 6;
@@ -118,5 +122,19 @@ bool is_rail_stats(std::span<const uint8_t> buf);
 /// session has, and whether the bytes fit what was offered, is the
 /// receiver's to check.
 Result<std::vector<RailCount>> decode_rail_stats(std::span<const uint8_t> buf);
+
+/// CONTROL_MOVED: the first message on a rail's standby control channel,
+/// sent by each side when control leaves rail 0 (its link failed): how many
+/// sends of the peer's (messages and credit-only sends alike) this side took
+/// off rail 0 before it stopped listening there. Each side then sends again,
+/// on the new channel, what it sent from that count on (the rest the peer
+/// has). magic, version, type, length 8, then received u64.
+constexpr uint16_t kControlMovedType = 0x7203;
+std::vector<uint8_t> encode_control_moved(uint64_t received);
+/// True if buf is a CONTROL_MOVED message (header check only).
+bool is_control_moved(std::span<const uint8_t> buf);
+/// Refuses a length other than 8. Whether the count is one this side could
+/// have sent is the receiver's to check (ControlLog::since).
+Result<uint64_t> decode_control_moved(std::span<const uint8_t> buf);
 
 }  // namespace rcp::wire

@@ -1,7 +1,7 @@
 // libFuzzer: the connect-time hello and the session token behind it (decode_hello,
 // decode_hello_token), as read from rdma_cm private data or the first bytes of a TCP stream,
 // and what multi-rail sessions put behind them (decode_hello_rails, decode_rail_join) or send
-// on the control stream (decode_rail_keys, decode_rail_stats). An accepted hello must re-encode to one that
+// on the control stream (decode_rail_keys, decode_rail_stats, decode_control_moved). An accepted hello must re-encode to one that
 // decodes to the same fields; accepted rails and rail keys must round-trip.
 #include <cstdint>
 #include <cstdlib>
@@ -27,6 +27,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (x.rail >= kMaxRails || x.chunks > x.bytes) std::abort();
     auto c2 = decode_rail_stats(encode_rail_stats(c.value()));
     if (!c2.ok() || c2.value() != c.value()) std::abort();
+  }
+  if (auto m = decode_control_moved(in); m.ok()) {
+    auto m2 = decode_control_moved(encode_control_moved(m.value()));
+    if (!m2.ok() || m2.value() != m.value() || in.size() != encode_control_moved(0).size()) std::abort();
   }
   if (auto j = decode_rail_join(in, kMaxRails - 1); j.ok() && (j.value() == 0 || j.value() > kMaxRails - 1)) std::abort();
   auto h = decode_hello(in);

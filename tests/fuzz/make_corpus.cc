@@ -128,6 +128,7 @@ int main(int argc, char** argv) {
     put("hello", "rail_join", encode_rail_join(h, 0xfedcba9876543210ULL, 1));
     put("hello", "rail_keys", encode_rail_keys(RailKeys{0x1234, {{1, 0x5678}, {2, 0x9abc}}}));
     put("hello", "rail_stats", encode_rail_stats(std::vector<RailCount>{{0, 25u << 20, 25}, {1, 23u << 20, 23}}));
+    put("hello", "control_moved", encode_control_moved(1234));
   }
 
   AuthRequest req;

@@ -179,25 +179,45 @@ RCP_TEST_FAULT=rdma-rail-index=1 timeout 300 "$RCP" --transport rdma -P "$((port
 kill -TERM "$d2"; wait "$d2" 2>/dev/null
 check "a rail join that arrived on another device than the rail it names is refused (exit $rc)" \
   sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/lie2' && grep -q 'a join for rail 2 (.*) arrived on' '$work/d2.log'"
-# --- failover: the second link goes down in the middle of a slowed push and a slowed pull,
-# run side by side (in the guest a rail opened over a link that bounced earlier times out in
-# rdma_cm, so both copies open their rails first and the link goes down once). In the push
-# rcpd reads: it drops its rail and reads those chunks again over the other; in the pull rcp
-# does. Both name the failed rail.
+# --- failover: the second link goes down in the middle of four slowed copies run side by side
+# (in the guest a rail opened over a link that bounced earlier times out in rdma_cm, so all
+# copies open their rails first and the link goes down once). Two reach rcpd at $addr: the link
+# carries their rail 2, which is dropped and its chunks read again over the other (in the push
+# rcpd reads, in the pull rcp). Two reach it at $RXE_ADDR_D: the link carries their rail 1, the
+# one control runs on — control moves to the standby channel on rail 2 (CONTROL_MOVED, what
+# either side missed sent again) and the copies go on. All name the failed rail.
 rcp --rails auto --bwlimit 8M -v --json "$work/src" "$addr:d/fo-pushed" > "$work/fop.json" 2> "$work/errp" &
 push_pid=$!
 rcp --rails auto --bwlimit 8M -v --json "$addr:d/big" "$work/out/fo" > "$work/fo.json" 2> "$work/err" &
 pull_pid=$!
+rcp --rails auto --bwlimit 8M -v --json "$work/src" "$RXE_ADDR_D:d/fo0-pushed" > "$work/fo0p.json" 2> "$work/err0p" &
+push0_pid=$!
+rcp --rails auto --bwlimit 8M -v --json "$RXE_ADDR_D:d/big" "$work/out/fo0" > "$work/fo0.json" 2> "$work/err0" &
+pull0_pid=$!
+# and a lying daemon: its CONTROL_MOVED claims 1000 more of the client's sends than it took
+RCP_TEST_FAULT=rdma-moved-lie "$RCPD" --listen "*:$((port + 5))" --transport rdma \
+  --rails "${RXE_DEV_B:-rxe1},${RXE_DEV_D:-rxe3}" --export d="$work/exp" > "$work/d6.log" 2>&1 &
+d6=$!
+for _ in $(seq 100); do grep -q "rcpd: ready" "$work/d6.log" && break; sleep 0.05; done
+timeout 300 "$RCP" --transport rdma -P "$((port + 5))" --rails auto --bwlimit 8M -v "$RXE_ADDR_D:d/big" "$work/out/folie" \
+  2> "$work/errlie" &
+lie_pid=$!
 # -v says "connected to" once the rails have joined; the link goes down a second later, with
-# both copies (48 MiB at 8 MB/s: 6 s or more) well under way.
+# every copy (48 MiB at 8 MB/s: 6 s or more) well under way.
 for _ in $(seq 600); do
-  grep -q "connected to" "$work/errp" 2>/dev/null && grep -q "connected to" "$work/err" 2>/dev/null && break
+  n=0
+  for f in errp err err0p err0 errlie; do grep -q "connected to" "$work/$f" 2>/dev/null && n=$((n + 1)); done
+  [ $n = 5 ] && break
   sleep 0.1
 done
 sleep 1
 ip link set "${RXE_NETDEV_C:-vethC}" down
 wait "$push_pid"; prc=$?
 wait "$pull_pid"; rc=$?
+wait "$push0_pid"; p0rc=$?
+wait "$pull0_pid"; r0rc=$?
+wait "$lie_pid"; lrc=$?
+kill -TERM "$d6"; wait "$d6" 2>/dev/null
 # while vethC is down rxe2's port is not ACTIVE: --device rxe2 has no usable port
 rcp --device "${RXE_DEV_C:-rxe2}" "$RXE_ADDR_D:d/big" "$work/out/none" 2> "$work/errd"; drc=$?
 link_up
@@ -212,6 +232,19 @@ f2=$(rail_field "$work/fo.json" "${RXE_DEV_C:-rxe2}" failed) fb=$(rail_field "$w
 check "link of rail ${RXE_DEV_C:-rxe2} down mid-pull: exit 0, byte-identical, the rail carried bytes ($fb) then was named failed ($f2; exit $rc)" \
   sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/fo' && [ '$f2' != None ] && [ '$f2' != missing ] && [ '$fb' -gt 0 ] 2>/dev/null &&
          grep -q 'rail ${RXE_DEV_C:-rxe2} .*failed' '$work/err'"
+sed 's/^/    rail-0 pull client: /' "$work/err0" | grep -i "rail\|control\|error" | tail -n 4
+sed 's/^/    rail-0 push client: /' "$work/err0p" | grep -i "rail\|control\|error" | tail -n 4
+f0=$(rail_field "$work/fo0.json" "${RXE_DEV_C:-rxe2}" failed) b1=$(rail_field "$work/fo0.json" "${RXE_DEV_A:-rxe0}" bytes)
+check "link of rail 1 (${RXE_DEV_C:-rxe2}, control) down mid-pull: exit 0, byte-identical, control moved to ${RXE_DEV_A:-rxe0}, which carried bytes ($b1), rail 1 named failed ($f0; exit $r0rc)" \
+  sh -c "[ $r0rc = 0 ] && cmp -s '$work/exp/big' '$work/out/fo0' && [ '$f0' != None ] && [ '$f0' != missing ] && [ '$b1' -gt 0 ] 2>/dev/null &&
+         grep -q 'rail 1 (${RXE_DEV_C:-rxe2} to .*) failed: .*; control moves to rail 2 (${RXE_DEV_A:-rxe0} to ' '$work/err0'"
+check "link of rail 1 (control) down mid-push: exit 0, byte-identical, rcpd moved control from ${RXE_DEV_D:-rxe3} to ${RXE_DEV_B:-rxe1}, rcp names ${RXE_DEV_C:-rxe2} (exit $p0rc)" \
+  sh -c "[ $p0rc = 0 ] && cmp -s '$work/src' '$work/exp/fo0-pushed' &&
+         grep -q 'rail 1 (${RXE_DEV_D:-rxe3} to .*) failed: .*; control moves to rail 2 (${RXE_DEV_B:-rxe1} to ' '$work/d.log' &&
+         grep -q 'rail 1 (${RXE_DEV_C:-rxe2} to .*) failed' '$work/err0p'"
+check "a daemon whose CONTROL_MOVED claims more than the client sent: refused, naming the count; no file (exit $lrc)" \
+  sh -c "[ $lrc != 0 ] && grep -q 'peer .* took [0-9]* of our control sends: [0-9]* were sent' '$work/errlie' && [ ! -e '$work/out/folie' ]" \
+  || sed 's/^/    lied-to client: /' "$work/errlie" | tail -n 4
 check "--device ${RXE_DEV_C:-rxe2} with its link down is refused: no ACTIVE port (exit $drc)" \
   sh -c "[ $drc != 0 ] && grep -q -- '--device ${RXE_DEV_C:-rxe2}: no usable port toward' '$work/errd'" || sed 's/^/    client: /' "$work/errd"
 sleep 1

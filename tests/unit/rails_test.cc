@@ -338,3 +338,27 @@ TEST_CASE("report: rails in --json, summed over sessions") {
                "{\"device\":\"rxe2\",\"peer\":\"10.78.0.2:7471\"" + nopath +
                ",\"bytes\":200,\"chunks\":2,\"failed\":\"RDMA READ failed\"}]") != std::string::npos);
 }
+
+TEST_CASE("CONTROL_MOVED: round trip; any other length refused; the engine never takes it") {
+  Bytes b = encode_control_moved(0x0102030405060708ull);
+  CHECK(is_control_moved(b));
+  CHECK_FALSE(is_rail_keys(b));
+  CHECK_FALSE(is_rail_stats(b));
+  auto out = decode_control_moved(b);
+  REQUIRE(out.ok());
+  CHECK(out.value() == 0x0102030405060708ull);
+  auto m = decode(b);
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.error().context.find("unknown message type") != std::string::npos);
+  Bytes longer = b;
+  longer.push_back(0);
+  longer[kHeaderSize - 1] = 9;
+  CHECK_FALSE(decode_control_moved(longer).ok());
+  Bytes shorter = b;
+  shorter.pop_back();
+  CHECK_FALSE(decode_control_moved(shorter).ok());
+  Bytes lying_len = b;
+  lying_len[kHeaderSize - 1] = 4;  // says 4 bytes, carries 8
+  CHECK_FALSE(decode_control_moved(lying_len).ok());
+  CHECK_FALSE(decode_control_moved(encode_rail_stats(std::vector<RailCount>{{0, 1, 1}})).ok());
+}

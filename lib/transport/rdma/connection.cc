@@ -98,6 +98,11 @@ wire::Hello Connection::hello() const {
 void Connection::set_peer(const wire::Hello& peer, uint32_t rd_atomic) {
   peer_name_ = sockaddr_string(rdma_get_peer_addr(id_.get()));
   ctrl_.set_peer(peer.ctrl_depth, peer.ctrl_msg_size, peer_name_);
+  peer_ctrl_depth_ = peer.ctrl_depth;
+  peer_msg_size_ = peer.ctrl_msg_size;
+  // With rails in play control may have to move off rail 0: keep what it
+  // sends until acknowledged, from the first send on (ControlLog).
+  if (peer.flags & (wire::kHelloWantRails | wire::kHelloRails)) ctrl_.keep_log();
   neg_.reads_in_flight = q_.read_wrs;
   neg_.rd_atomic = rd_atomic;
   lanes_[0].rd_atomic = rd_atomic;
@@ -118,6 +123,7 @@ JoinSpec Connection::join_spec(const wire::Hello& hello) const {
   s.caps = caps_;
   s.hello = hello;
   for (const auto& r : rails_) s.rails.push_back(RailPoint{r->ctx, r->pd.get(), r->cq.get(), r->caps.name});
+  s.ctrl_depth = q_.ctrl_depth;  // (a rail join that asks gets a standby control channel this deep)
   return s;
 }
 
@@ -151,6 +157,8 @@ Status Connection::join_rail(sockaddr_storage& dst, uint64_t token, uint32_t rai
   s.cq = R.cq.get();
   s.caps = R.caps;
   s.rail = R.index;
+  const bool first = std::none_of(standby_.begin(), standby_.end(), [&](const Standby& x) { return x.rail == rail; });
+  s.ctrl_depth = first ? q_.ctrl_depth : 0;
   // Test-only fault switch: name another rail than the one joined, so the
   // suite can prove rcpd refuses an index it did not announce and a join
   // that arrived on another device than the rail it names.
@@ -158,6 +166,7 @@ Status Connection::join_rail(sockaddr_storage& dst, uint64_t token, uint32_t rai
   RCP_ASSIGN(Joined j, join_session(dst, s, token, qp, 0, timeout_ms, where));
   if (rails_.at(rail - 1)->path.port == 0) rails_.at(rail - 1)->path = path_info(j.id.get());
   lanes_.add(std::move(j.id), j.rd_atomic, true, rail);
+  if (j.ctrl) add_standby(rail, lanes_.size() - 1, std::move(j.ctrl));
   return {};
 }
 
@@ -240,7 +249,7 @@ Result<uint32_t> Connection::register_memory(void* base, size_t len, bool remote
   }
   // The peer reads this memory over our other rails with these rkeys; the
   // message precedes every message quoting the key on the control QP.
-  if (remote_read) RCP_TRY(ctrl_.queue(wire::encode_rail_keys(rk)));
+  if (remote_read) RCP_TRY(queue_control(wire::encode_rail_keys(rk)));
   return key;
 }
 
@@ -266,18 +275,26 @@ Status Connection::queue_rail_stats() {
   // rail the client never joined), so the suite proves rcp refuses both.
   if (test_faults().rdma_rail_stats_lie == 1) now[0].bytes += uint64_t{1} << 40;
   if (test_faults().rdma_rail_stats_lie == 2) now[0].rail = wire::kMaxRails - 1;
-  return ctrl_.queue(wire::encode_rail_stats(now));
+  return queue_control(wire::encode_rail_stats(now));
 }
 
 Status Connection::send(std::span<const uint8_t> message) {
   if (peer_takes_stats_) RCP_TRY(queue_rail_stats());
-  RCP_TRY(ctrl_.queue(message));
+  RCP_TRY(queue_control(message));
   return flush();
+}
+
+Status Connection::queue_control(std::span<const uint8_t> message) {
+  if (!moving_) return ctl_->queue(message);
+  if (message.size() > peer_msg_size_ || message.empty())
+    return make_error(EMSGSIZE, fmt::format("control message of {} bytes for {}", message.size(), peer_name_));
+  held_.emplace_back(message.begin(), message.end());
+  return {};
 }
 
 Status Connection::flush() {
   if (!established() || failed_) return {};
-  return ctrl_.flush();
+  return ctl_->flush();
 }
 
 Status Connection::read(uint64_t cookie, uint32_t rkey, std::span<const ReadWr> wrs) {
@@ -338,7 +355,7 @@ std::vector<RailStat> Connection::rail_stats() const {
     s.failed = failed;
     out.push_back(std::move(s));
   };
-  stat(caps_.name, peer_name_, path0_, 0, "");
+  stat(caps_.name, peer_name_, path0_, 0, rail0_failed_);
   for (size_t i = 0; i < rails_.size(); ++i) stat(rails_[i]->caps.name, rails_[i]->peer, rails_[i]->path, i + 1, rails_[i]->failed);
   return out;
 }
@@ -362,7 +379,11 @@ void Connection::drain_rail(size_t r, std::vector<TransportEvent>& events) {
     }
     for (int i = 0; i < n; ++i) {
       const std::optional<WrId> id = WrId::decode(wc[i].wr_id);
-      if (!id || id->kind != WrKind::read) continue;  // rails carry only READs
+      if (id && id->kind != WrKind::read) {  // a standby control channel's send or receive
+        on_standby_wc(r, wc[i], events);
+        continue;
+      }
+      if (!id) continue;
       if (wc[i].status != IBV_WC_SUCCESS) {
         // The first failure drops the rail and gives back all its chunks;
         // the rest are its flushed READs, already given back.
@@ -379,7 +400,27 @@ void Connection::drain_rail(size_t r, std::vector<TransportEvent>& events) {
   }
 }
 
-void Connection::poll_async() {
+void Connection::poll_async(std::vector<TransportEvent>& events) {
+  if (!standby_.empty() && ctl_rail_ == 0) {
+    // Rail 0's device: control can move, so its port or QP failing is
+    // acted on at once rather than when a completion fails.
+    ibv_async_event ev;
+    while (ibv_get_async_event(id_->verbs, &ev) == 0) {
+      const auto type = ev.event_type;
+      const bool ours_qp = (type == IBV_EVENT_QP_FATAL || type == IBV_EVENT_QP_REQ_ERR || type == IBV_EVENT_QP_ACCESS_ERR) &&
+                           [&] {
+                             for (size_t i = 0; i < lanes_.size(); ++i)
+                               if (lanes_[i].rail == 0 && lanes_[i].id->qp == ev.element.qp) return true;
+                             return false;
+                           }();
+      const uint8_t port = type == IBV_EVENT_PORT_ERR ? ev.element.port_num : 0;
+      ibv_ack_async_event(&ev);
+      if (port != 0 && port == lanes_[0].id->port_num)
+        fail_control(fmt::format("port {} of {} went down", port, caps_.name), events);
+      else if (ours_qp)
+        fail_control(fmt::format("a queue pair of {}: {}", caps_.name, ibv_event_type_str(type)), events);
+    }
+  }
   for (size_t r = 1; r <= rails_.size(); ++r) {
     ibv_context* ctx = rails_[r - 1]->ctx;
     ibv_async_event ev;
@@ -408,6 +449,12 @@ void Connection::poll_async() {
   const auto now = std::chrono::steady_clock::now();
   if (now < next_port_check_) return;
   next_port_check_ = now + std::chrono::milliseconds(500);
+  if (!standby_.empty() && ctl_rail_ == 0) {
+    ibv_port_attr pa{};
+    const uint8_t port = lanes_[0].id->port_num;
+    if (port != 0 && ibv_query_port(id_->verbs, port, &pa) == 0 && pa.state != IBV_PORT_ACTIVE)
+      fail_control(fmt::format("port {} of {} went down", port, caps_.name), events);
+  }
   for (size_t r = 1; r <= rails_.size(); ++r) {
     Rail& R = *rails_[r - 1];
     if (!R.failed.empty()) continue;
@@ -425,6 +472,8 @@ void Connection::fail_rail(size_t r, std::string why) {
   Rail& R = *rails_[r - 1];
   if (!R.failed.empty()) return;
   R.failed = why;
+  if (r == ctl_rail_) ctl_lost_ = fmt::format("rail {} ({} to {}), which control had moved to, failed too: {}", r + 1,
+                                               R.caps.name, R.peer, why);
   auto orphans = lanes_.fail_rail(r);
   log_warning("rail {} ({} to {}) failed: {}; {} chunk{} read again over the other rail{}", r + 1, R.caps.name, R.peer,
               why, orphans.size(), orphans.size() == 1 ? "" : "s", rails_.size() > 1 ? "s" : "");
@@ -436,6 +485,136 @@ void Connection::fail_rail(size_t r, std::string why) {
     qa.qp_state = IBV_QPS_ERR;
     ibv_modify_qp(lanes_[i].id->qp, &qa, IBV_QP_STATE);
   }
+}
+
+void Connection::add_standby(uint32_t rail, size_t lane, std::unique_ptr<ControlChannel> ch) {
+  // One per rail: a second (a lying client's) is kept alive with its QP —
+  // its receives point into it — and never used.
+  const bool first = std::none_of(standby_.begin(), standby_.end(), [&](const Standby& x) { return x.rail == rail; });
+  standby_.push_back(Standby{first ? rail : 0, lane, std::move(ch), false});
+  if (standby_.size() == 1) {
+    // Rail 0's own device's async events (a port going down) now matter:
+    // control can move instead of the session ending.
+    ibv_context* ctx = id_->verbs;
+    if (set_nonblock(ctx->async_fd).ok()) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      if (::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, ctx->async_fd, &ev) != 0 && errno != EEXIST)
+        log_debug("{}: epoll_ctl of {}'s async events: {}", peer_name_, caps_.name, std::strerror(errno));
+    }
+  }
+}
+
+void Connection::fail_control(std::string why, std::vector<TransportEvent>& events, size_t prefer) {
+  if (ctl_rail_ != 0 || closed_) return;  // moved already: rail 0's other parts fail after it
+  auto usable = [&](const Standby& x) {
+    return x.rail != 0 && rails_[x.rail - 1]->failed.empty() && lanes_[x.lane].up && !lanes_[x.lane].disconnected;
+  };
+  // Where the peer moved, if it did; else the usable rail with the lowest
+  // number on the wire (both sides pick the same when they see the same).
+  const Standby* to = nullptr;
+  if (prefer < standby_.size() && usable(standby_[prefer])) {
+    to = &standby_[prefer];
+  } else {
+    for (const Standby& x : standby_)
+      if (usable(x) && (!to || rails_[x.rail - 1]->index < rails_[to->rail - 1]->index)) to = &x;
+  }
+  if (!to) {
+    failed_ = true;
+    close_with(events, std::move(why));
+    return;
+  }
+  rail0_failed_ = why;
+  auto orphans = lanes_.fail_rail(0);
+  for (auto& o : orphans) orphans_.push_back(std::move(o));
+  for (size_t i = 0; i < lanes_.size(); ++i) {  // rail 0's QPs flush what is left on them
+    if (lanes_[i].rail != 0 || !lanes_[i].id->qp) continue;
+    ibv_qp_attr qa{};
+    qa.qp_state = IBV_QPS_ERR;
+    ibv_modify_qp(lanes_[i].id->qp, &qa, IBV_QP_STATE);
+  }
+  // What rail 0 took from the peer so far, exactly: nothing more is taken
+  // from it (a receive still in its CQ the peer sends again).
+  uint64_t took = ctrl_.received();
+  // Test-only fault switch: a lying peer's count, so the suite proves the
+  // other side refuses it rather than dropping or inventing messages.
+  if (test_faults().rdma_moved_lie) took += 1000;
+  held_ = ctrl_.stop();  // never posted there: after what the peer missed, before what comes next
+  ctl_ = to->ch.get();
+  ctl_rail_ = to->rail;
+  ctl_lane_ = to->lane;
+  ctl_->set_peer(peer_ctrl_depth_, peer_msg_size_, peer_name_);
+  moving_ = true;
+  const Rail& R = *rails_[ctl_rail_ - 1];
+  log_warning("rail 1 ({} to {}) failed: {}; control moves to rail {} ({} to {}), {} chunk{} read again over the other rail{}",
+              caps_.name, peer_name_, why, ctl_rail_ + 1, R.caps.name, R.peer, orphans.size(),
+              orphans.size() == 1 ? "" : "s", rails_.size() > 1 ? "s" : "");
+  if (Status st = ctl_->queue(wire::encode_control_moved(took)); !st.ok()) close_with(events, st.error().message());
+  // The peer's CONTROL_MOVED may be in already (it saw the failure first).
+  for (size_t i = 0; i < standby_.size() && !closed_; ++i)
+    if (standby_[i].heard) on_control_moved(i, pending_took_, events);
+}
+
+void Connection::on_standby_wc(size_t r, const ibv_wc& wc, std::vector<TransportEvent>& events) {
+  const std::optional<WrId> id = WrId::decode(wc.wr_id);
+  size_t s = 0;
+  while (s < standby_.size() && standby_[s].ch->qp_num() != wc.qp_num) ++s;
+  if (s == standby_.size() || !id) return;  // not a channel of ours
+  ControlChannel& c = *standby_[s].ch;
+  if (id->kind == WrKind::send) c.on_send(id->value);
+  if (wc.status != IBV_WC_SUCCESS) {
+    // Flushed with its rail (dropped already), or the channel in use failing.
+    if (&c == ctl_ && ctl_lost_.empty())
+      ctl_lost_ = fmt::format("control on rail {} failed: {} completion {}", r + 1, wr_kind_name(id->kind),
+                              ibv_wc_status_str(wc.status));
+    return;
+  }
+  if (id->kind != WrKind::recv) return;
+  std::vector<TransportEvent> got;
+  c.on_recv(id->value, wc, got);
+  for (auto& e : got) {
+    if (standby_[s].heard) {
+      events.push_back(std::move(e));
+      continue;
+    }
+    // The first message on a standby channel is the peer's CONTROL_MOVED.
+    auto took = wire::is_control_moved(e.message) ? wire::decode_control_moved(e.message)
+                                                  : Result<uint64_t>(make_error(EPROTO, "a message before CONTROL_MOVED"));
+    if (!took.ok() || standby_[s].rail == 0) {
+      close_with(events, fmt::format("peer {}: {} on the standby control channel of rail {}", peer_name_,
+                                     took.ok() ? "CONTROL_MOVED on a second channel" : took.error().context, r + 1));
+      return;
+    }
+    standby_[s].heard = true;
+    pending_took_ = took.value();
+    if (ctl_rail_ == 0) {
+      fail_control(fmt::format("the peer moved control to rail {}", r + 1), events, s);  // (answers the count too)
+      continue;
+    }
+    on_control_moved(s, took.value(), events);
+  }
+}
+
+void Connection::on_control_moved(size_t s, uint64_t took, std::vector<TransportEvent>& events) {
+  if (!moving_) return;
+  if (standby_[s].ch.get() != ctl_) {
+    close_with(events, fmt::format("peer {} moved control to rail {}, this side to rail {}", peer_name_,
+                                   standby_[s].rail + 1, ctl_rail_ + 1));
+    return;
+  }
+  auto again = ctrl_.log().since(took);
+  if (!again.ok()) {
+    close_with(events, fmt::format("peer {}: {}", peer_name_, again.error().context));
+    return;
+  }
+  moving_ = false;
+  for (auto& m : again.value())
+    if (Status st = ctl_->queue(m); !st.ok()) return close_with(events, st.error().message());
+  for (auto& m : held_)
+    if (Status st = ctl_->queue(m); !st.ok()) return close_with(events, st.error().message());
+  log_info("{}: control on rail {}: {} control message{} sent again, {} held meanwhile", peer_name_, ctl_rail_ + 1,
+           again->size(), again->size() == 1 ? "" : "s", held_.size());
+  held_.clear();
 }
 
 void Connection::repost_orphans(std::vector<TransportEvent>& events) {
@@ -519,13 +698,14 @@ Status Connection::poll(std::vector<TransportEvent>& events) {
     }
   }
   if (!drain_cq(events)) return {};
-  poll_async();
+  poll_async(events);
   for (size_t r = 1; r <= rails_.size(); ++r) drain_rail(r, events);
   take_rail_keys(events, first);
   repost_orphans(events);
   // Connection events after completions: a message that arrived before
   // the peer hung up (say, its error report) is delivered before the close.
   poll_cm(events);
+  if (!ctl_lost_.empty()) close_with(events, ctl_lost_);
   if (!closed_) {
     Status st = flush();
     if (!st.ok()) close_with(events, st.error().message());
@@ -548,17 +728,26 @@ bool Connection::drain_cq(std::vector<TransportEvent>& events) {
 
 void Connection::handle_wc(const ibv_wc& wc, std::vector<TransportEvent>& events) {
   const std::optional<WrId> id = WrId::decode(wc.wr_id);
+  // A READ rail 0 gave back when control moved off it (read again over
+  // another rail): its late completion is not the one the engine waits for.
+  if (id && id->kind == WrKind::read && lanes_.rail_of(id->value) != 0) return;
   if (wc.status != IBV_WC_SUCCESS) {
+    if (id && id->kind == WrKind::send) ctrl_.on_send(id->value);
+    if (ctl_rail_ != 0) return;  // rail 0 flushing what was left on it
+    std::string why = fmt::format("{} completion failed on {}: {}", id ? wr_kind_name(id->kind) : "unknown work request",
+                                  caps_.name, ibv_wc_status_str(wc.status));
+    if (!standby_.empty()) {  // control moves, this READ is read again elsewhere (or the session ends)
+      fail_control(std::move(why), events);
+      return;
+    }
     if (id && id->kind == WrKind::read) {
       events.push_back(
           TransportEvent::read_done(id->value, EIO, fmt::format("RDMA READ failed: {}", ibv_wc_status_str(wc.status))));
       lanes_.finish(id->value, false);
     }
-    if (id && id->kind == WrKind::send) ctrl_.on_send(id->value);
     if (!failed_) {
       failed_ = true;
-      close_with(events, fmt::format("{} completion failed on {}: {}", id ? wr_kind_name(id->kind) : "unknown work request",
-                                     caps_.name, ibv_wc_status_str(wc.status)));
+      close_with(events, std::move(why));
     }
     return;
   }
@@ -584,6 +773,7 @@ void Connection::take_joins() {
     if (j.rail > 0 && j.rail <= rails_.size() && rails_[j.rail - 1]->peer.empty())
       rails_[j.rail - 1]->peer = sockaddr_string(rdma_get_peer_addr(j.id.get()));
     lanes_.add(std::move(j.id), j.rd_atomic, false, j.rail <= rails_.size() ? j.rail : 0);
+    if (j.ctrl) add_standby(j.rail, lanes_.size() - 1, std::move(j.ctrl));
     log_debug("{}: queue pair {} joined", peer_name_, lanes_.size());
   }
 }
@@ -608,6 +798,12 @@ void Connection::poll_cm(std::vector<TransportEvent>& events) {
     // poll's pass over the CQ and before the disconnect is read here.
     // Take it first, or the close would overtake the peer's last word.
     if (e.type == RDMA_CM_EVENT_DISCONNECTED && !drain_cq(events)) continue;
+    if (e.type == RDMA_CM_EVENT_DISCONNECTED && ctl_rail_ != 0 && static_cast<size_t>(lane) == ctl_lane_)
+      drain_rail(ctl_rail_, events);  // (the same for control on another rail)
+    if (lane == 0 && ctl_rail_ != 0) {  // control left rail 0: what happens to its QP no longer matters
+      if (e.type == RDMA_CM_EVENT_DISCONNECTED) lanes_[0].disconnected = true;
+      continue;
+    }
     if (lane > 0) {
       on_lane_event(static_cast<size_t>(lane), e, events);
       continue;
@@ -632,6 +828,15 @@ void Connection::poll_cm(std::vector<TransportEvent>& events) {
 /// QP cannot finish the READs queued on it, so it ends.
 void Connection::on_lane_event(size_t i, const CmEvent& e, std::vector<TransportEvent>& events) {
   Lane& L = lanes_[i];
+  if (ctl_rail_ != 0 && i == ctl_lane_ && e.type != RDMA_CM_EVENT_ESTABLISHED && e.type != RDMA_CM_EVENT_TIMEWAIT_EXIT) {
+    // The queue pair control moved to: it ends the session as QP 0 did.
+    L.disconnected = true;
+    close_with(events, e.type == RDMA_CM_EVENT_DISCONNECTED
+                           ? "peer " + peer_name_ + " disconnected"
+                           : fmt::format("connection to {} (control, rail {}): {}", peer_name_, ctl_rail_ + 1,
+                                         rdma_event_str(e.type)));
+    return;
+  }
   if (L.rail > 0 && e.type != RDMA_CM_EVENT_ESTABLISHED && e.type != RDMA_CM_EVENT_TIMEWAIT_EXIT) {
     // A QP of another rail went away: the rail is dropped and its chunks
     // are read again over the others; the session goes on. (At the end of a

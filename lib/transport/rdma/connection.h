@@ -86,7 +86,7 @@ class Connection final : public Transport {
   Status poll(std::vector<TransportEvent>& events) override;
   int wait_fd() const override { return ep_.get(); }
   Status arm() override;
-  bool send_pending() const override { return ctrl_.pending(); }
+  bool send_pending() const override { return ctl_->pending() || !held_.empty(); }
   std::vector<RailStat> rail_stats() const override;
 
  private:
@@ -102,9 +102,23 @@ class Connection final : public Transport {
   void drain_rail(size_t r, std::vector<TransportEvent>& events);
   /// Drops rail r (1..) and queues its outstanding chunks to be read again.
   void fail_rail(size_t r, std::string why);
+  /// Rail 0 failed (its port, a QP of it, a completion on it): with a
+  /// standby control channel on another rail, control moves there (its
+  /// READs are read again over the others) and the session goes on; without
+  /// one, the session ends naming `why`.
+  /// `prefer`: the standby the peer moved to (its CONTROL_MOVED came first).
+  void fail_control(std::string why, std::vector<TransportEvent>& events, size_t prefer = SIZE_MAX);
+  /// A completion of the standby control channel on rail r's queue pair.
+  void on_standby_wc(size_t r, const ibv_wc& wc, std::vector<TransportEvent>& events);
+  /// The peer's CONTROL_MOVED on standby channel s: `took` of our rail-0 sends reached it.
+  void on_control_moved(size_t s, uint64_t took, std::vector<TransportEvent>& events);
+  /// Queues a control message on the channel in use (held while control is moving).
+  Status queue_control(std::span<const uint8_t> message);
+  /// Adopts a rail's standby control channel that came with lane `lane`.
+  void add_standby(uint32_t rail, size_t lane, std::unique_ptr<ControlChannel> ch);
   /// The async events of the rails' devices: a port or QP error on a
   /// rail drops it at once (without waiting for its READs to time out).
-  void poll_async();
+  void poll_async(std::vector<TransportEvent>& events);
   /// Posts the chunks failed rails gave back, as far as there is room.
   void repost_orphans(std::vector<TransportEvent>& events);
   /// Takes RAIL_KEYS and RAIL_STATS messages (ours, not the engine's) out of events[first..].
@@ -132,6 +146,16 @@ class Connection final : public Transport {
   ControlChannel ctrl_;
   std::map<uint32_t, Mr> mrs_;
   std::vector<std::unique_ptr<Rail>> rails_;  ///< rails 1.. (after mrs_: their QPs, in lanes_, die first)
+  /// The rails' standby control channels (one per rail, on its first QP;
+  /// after rails_: their registrations go before the rails' PDs, and their
+  /// QPs, in lanes_, before them).
+  struct Standby {
+    uint32_t rail = 0;  ///< local rail number (1..)
+    size_t lane = 0;
+    std::unique_ptr<ControlChannel> ch;
+    bool heard = false;  ///< the peer's CONTROL_MOVED arrived on it
+  };
+  std::vector<Standby> standby_;
   std::unique_ptr<QpGuard> qp_guard_;
   ReadLanes lanes_;
   Fd ep_;
@@ -158,6 +182,19 @@ class Connection final : public Transport {
   std::shared_ptr<QpJoins> reg_;  ///< set once this session is open for joins
   uint64_t token_ = 0;
   unsigned unacked_cq_events_ = 0;
+  /// Control: rail 0's channel (ctrl_) until it fails over to a standby.
+  ControlChannel* ctl_ = &ctrl_;
+  uint32_t ctl_rail_ = 0;       ///< local rail control is on (0: the first)
+  size_t ctl_lane_ = 0;         ///< its queue pair's lane
+  std::string rail0_failed_;    ///< why control left rail 0, "" while there
+  std::string ctl_lost_;        ///< the rail control moved to failed too: the session ends
+  /// Control is moving: our CONTROL_MOVED is out, the peer's not yet in;
+  /// what was never posted on rail 0 and what the engine sends meanwhile
+  /// wait here, in order, for the peer's count (then what it missed goes first).
+  bool moving_ = false;
+  std::deque<std::vector<uint8_t>> held_;
+  uint64_t pending_took_ = 0;  ///< the peer's CONTROL_MOVED count, kept until this side moves too
+  uint32_t peer_ctrl_depth_ = 0, peer_msg_size_ = wire::kMaxMessage;  ///< from the peer's hello, for standby channels
   bool closed_ = false, failed_ = false;
 };
 

@@ -35,6 +35,7 @@ Status ControlChannel::queue(std::span<const uint8_t> message) {
 }
 
 Status ControlChannel::flush() {
+  if (stopped_) return {};
   while (!out_.empty() && credits_.can_send_data() && !free_send_.empty()) {
     auto& m = out_.front();
     std::memcpy(send_buf(free_send_.back()), m.data(), m.size());
@@ -48,8 +49,12 @@ Status ControlChannel::flush() {
 }
 
 void ControlChannel::on_recv(uint64_t index, const ibv_wc& wc, std::vector<TransportEvent>& events) {
-  if (index >= depth_) return;  // not a buffer of ours: nothing to deliver or re-post
-  if (wc.wc_flags & IBV_WC_WITH_IMM) credits_.on_grant(ntohl(wc.imm_data));
+  if (index >= depth_ || stopped_) return;  // not a buffer of ours, or control moved on: nothing to deliver or re-post
+  ++received_;
+  if (wc.wc_flags & IBV_WC_WITH_IMM) {
+    credits_.on_grant(ntohl(wc.imm_data));
+    if (logging_) log_.on_granted(ntohl(wc.imm_data));
+  }
   if (wc.byte_len > 0) {
     TransportEvent ev;
     ev.kind = TransportEvent::Kind::message;
@@ -58,6 +63,11 @@ void ControlChannel::on_recv(uint64_t index, const ibv_wc& wc, std::vector<Trans
     events.push_back(std::move(ev));
   }
   if (post_recv(static_cast<uint32_t>(index)).ok()) credits_.on_repost();
+}
+
+std::deque<std::vector<uint8_t>> ControlChannel::stop() {
+  stopped_ = true;
+  return std::move(out_);
 }
 
 void ControlChannel::on_send(uint64_t index) {
@@ -89,6 +99,7 @@ Status ControlChannel::post_send(uint32_t len) {
   wr.imm_data = htonl(credits_.on_send());  // credits we grant back ride on every send
   ibv_send_wr* bad;
   if (int rc = ibv_post_send(qp_, &wr, &bad)) return make_error(rc, "ibv_post_send (control) to " + peer_);
+  if (logging_) log_.on_send({send_buf(i), len});
   return {};
 }
 

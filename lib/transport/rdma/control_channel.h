@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/control_log.h"
 #include "transport/rdma/handles.h"
 #include "transport/transport.h"
 #include "transport/types.h"
@@ -45,6 +46,20 @@ class ControlChannel {
   /// A send completed (well or not): its buffer is free again.
   void on_send(uint64_t index);
 
+  /// For control that may move to another rail (connection.cc): keep what
+  /// was sent until the peer's credits say it arrived (ControlLog).
+  void keep_log() { logging_ = true; }
+  const ControlLog& log() const { return log_; }
+  /// The peer's sends taken off this channel so far (messages and
+  /// credit-only sends alike), for CONTROL_MOVED.
+  uint64_t received() const { return received_; }
+  /// Control moved away: nothing more is taken from here (on_recv ignores
+  /// every later completion), and what was queued but never posted is
+  /// handed over.
+  std::deque<std::vector<uint8_t>> stop();
+  bool stopped() const { return stopped_; }
+  uint32_t qp_num() const { return qp_ ? qp_->qp_num : 0; }
+
  private:
   Status post_recv(uint32_t i);
   Status post_send(uint32_t len);
@@ -60,6 +75,10 @@ class ControlChannel {
   std::string peer_ = "?";
   std::vector<uint32_t> free_send_;
   std::deque<std::vector<uint8_t>> out_;
+  ControlLog log_;
+  bool logging_ = false;
+  uint64_t received_ = 0;
+  bool stopped_ = false;
 };
 
 }  // namespace rcp::rdma

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/core.h>
+#include <memory>
 
 #include "util/log.h"
 #include "wire/rails.h"
@@ -10,21 +11,31 @@ namespace rcp::rdma {
 namespace {
 
 /// Creates the QP of an extra queue pair of a session, on the session's PD
-/// and CQ. It carries only READs: no receive is ever posted and nothing is
-/// sent on it.
-Status create_read_qp(rdma_cm_id* id, const JoinSpec& s, ibv_pd* pd, ibv_cq* cq) {
+/// and CQ. It carries only READs — no receive is ever posted and nothing is
+/// sent on it — unless `ctrl_depth` > 0: then it also holds a rail's standby
+/// control channel (ctrl_depth receives).
+Status create_read_qp(rdma_cm_id* id, const JoinSpec& s, ibv_pd* pd, ibv_cq* cq, uint32_t ctrl_depth = 0) {
   ibv_qp_init_attr qa{};
   qa.send_cq = cq;
   qa.recv_cq = cq;
   qa.qp_type = IBV_QPT_RC;
   qa.sq_sig_all = 0;
   qa.cap.max_send_wr = s.sq;
-  qa.cap.max_recv_wr = 1;  // some providers refuse 0
+  qa.cap.max_recv_wr = std::max<uint32_t>(1, ctrl_depth);  // (some providers refuse 0)
   qa.cap.max_send_sge = s.sge;
   qa.cap.max_recv_sge = 1;
   if (rdma_create_qp(id, pd, &qa) != 0)
     return sys_error("rdma_create_qp (extra queue pair) on " + std::string(ibv_get_device_name(id->verbs->device)));
   return {};
+}
+
+/// The standby control channel of a rail's first queue pair: its buffers
+/// registered and its receives posted before the QP connects, so the peer
+/// may send on it the moment control moves (never into an empty queue).
+Result<std::unique_ptr<ControlChannel>> standby_channel(rdma_cm_id* id, ibv_pd* pd, uint32_t depth) {
+  auto c = std::make_unique<ControlChannel>();
+  RCP_TRY(c->setup(pd, id->qp, depth, ibv_get_device_name(id->verbs->device)));
+  return c;
 }
 
 }  // namespace
@@ -39,9 +50,16 @@ Result<Joined> join_session(sockaddr_storage& dst, const JoinSpec& spec, uint64_
   if (id->verbs != spec.ctx)
     return make_error(EXDEV, what + (spec.rail == 0 ? ": routed over another RDMA device than queue pair 1 (a PD cannot span devices)"
                                                     : ": routed over another RDMA device than the rail's"));
-  RCP_TRY(create_read_qp(id.get(), spec, spec.pd, spec.cq));
-  auto pd = spec.rail == 0 ? wire::encode_hello_token(spec.hello, wire::kHelloJoin, token)
-                           : wire::encode_rail_join(spec.hello, token, spec.rail);
+  const uint32_t standby = spec.rail > 0 ? spec.ctrl_depth : 0;
+  RCP_TRY(create_read_qp(id.get(), spec, spec.pd, spec.cq, standby));
+  std::unique_ptr<ControlChannel> ctrl;
+  wire::Hello h = spec.hello;
+  if (standby > 0) {
+    RCP_ASSIGN(ctrl, standby_channel(id.get(), spec.pd, standby));
+    h.flags |= wire::kHelloRailStandby;
+  }
+  auto pd = spec.rail == 0 ? wire::encode_hello_token(h, wire::kHelloJoin, token)
+                           : wire::encode_rail_join(h, token, spec.rail);
   rdma_conn_param cp = conn_param(spec.caps.init_rd, spec.caps.resp_rd, pd);
   if (rdma_connect(id.get(), &cp) != 0) return sys_error(what + ": rdma_connect");
   RCP_ASSIGN(CmEvent est, wait_cm_event(ch.get(), RDMA_CM_EVENT_ESTABLISHED, timeout_ms, what));
@@ -49,7 +67,9 @@ Result<Joined> join_session(sockaddr_storage& dst, const JoinSpec& spec, uint64_
   if (!ph.ok()) return make_error(ph.error().code, what + ": " + ph.error().context);
   if (rdma_migrate_id(id.get(), spec.ch) != 0) return sys_error(what + ": rdma_migrate_id");
   const uint32_t rd = std::min<uint32_t>(spec.caps.init_rd, ph->rd_resp);
-  return Joined{std::move(id), rd, spec.rail};
+  if (standby > 0 && !(ph->flags & wire::kHelloRailStandby))
+    return make_error(EPROTO, what + ": the daemon set up no standby control channel for the rail");
+  return Joined{std::move(id), rd, spec.rail, std::move(ctrl)};
 }
 
 Status accept_join(QpJoins& joins, CmId id, const CmEvent& req, const std::string& peer) {
@@ -69,6 +89,7 @@ Status accept_join(QpJoins& joins, CmId id, const CmEvent& req, const std::strin
   if (!token.ok()) return refuse(EPROTO, token.error().context);
   auto hello = wire::decode_hello(req.private_data);  // decoded by the listener already
   const bool rail_join = hello.ok() && (hello->flags & wire::kHelloRail);
+  const bool standby = rail_join && (hello->flags & wire::kHelloRailStandby);
   // Runs under the registry's lock, so the session cannot close its entry
   // and free its PD or CQ meanwhile. A failure after the QP was created
   // destroys it here, still under the lock: nothing of a refused join is
@@ -95,21 +116,35 @@ Status accept_join(QpJoins& joins, CmId id, const CmEvent& req, const std::strin
     }
     if (cm->verbs != ctx)
       return make_error(EXDEV, "it arrived on another RDMA device than its session (a PD cannot span devices)");
-    if (Status st = create_read_qp(cm, s, on_pd, on_cq); !st.ok()) return make_error(st.error().code, st.error().message());
+    const uint32_t depth = standby ? s.ctrl_depth : 0;
+    if (Status st = create_read_qp(cm, s, on_pd, on_cq, depth); !st.ok()) return make_error(st.error().code, st.error().message());
+    // (Its registration is on the session's PD: released here, under the
+    // lock, whenever this join fails.)
+    if (depth > 0) {
+      auto c = standby_channel(cm, on_pd, depth);
+      if (!c.ok()) {
+        rdma_destroy_qp(cm);
+        return make_error(c.error().code, c.error().message());
+      }
+      jn.ctrl = std::move(c.value());
+    }
     if (rdma_migrate_id(cm, s.ch) != 0) {
       Error e = sys_error("rdma_migrate_id");
+      jn.ctrl.reset();
       rdma_destroy_qp(cm);
       return make_error(e.code, e.message());
     }
     const uint8_t init = std::min(s.caps.init_rd, req.responder_resources);
     const uint8_t resp = std::min(s.caps.resp_rd, req.initiator_depth);
     wire::Hello h = s.hello;
+    if (depth > 0) h.flags |= wire::kHelloRailStandby;  // (its receives are posted)
     h.rd_init = init;  // tell the client what was agreed
     h.rd_resp = resp;
     auto pd = wire::encode_hello(h);
     rdma_conn_param cp = conn_param(init, resp, pd);
     if (rdma_accept(cm, &cp) != 0) {
       Error e = sys_error("rdma_accept (queue pair join) from " + peer);
+      jn.ctrl.reset();
       rdma_destroy_qp(cm);
       accept_failed = true;
       return e;

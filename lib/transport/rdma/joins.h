@@ -26,6 +26,7 @@
 
 #include "transport/join_registry.h"
 #include "transport/rdma/cm.h"
+#include "transport/rdma/control_channel.h"
 #include "transport/rdma/device.h"
 #include "transport/rdma/handles.h"
 #include "util/result.h"
@@ -57,6 +58,11 @@ struct JoinSpec {
   /// Client: the rail this join is for (0: the session's first device; n:
   /// the n-th address the daemon announced, ctx/pd/cq then that rail's).
   uint8_t rail = 0;
+  /// Receive depth of a rail's standby control channel (see
+  /// wire::kHelloRailStandby). Client: set for the first queue pair of a
+  /// rail, whose join then asks for one. Daemon: the session's depth,
+  /// used when a rail join asks.
+  uint32_t ctrl_depth = 0;
 };
 
 /// A queue pair that joined, ready to become a lane of its session.
@@ -64,6 +70,9 @@ struct Joined {
   CmId id;
   uint32_t rd_atomic = 0;  ///< initiator depth agreed for it
   uint32_t rail = 0;       ///< the rail it was created on
+  /// A rail's standby control channel, its receives posted before the
+  /// queue pair connected (null: a READ-only queue pair).
+  std::unique_ptr<ControlChannel> ctrl;
 };
 
 /// Client side: opens queue pair `index` (0-based) of `of` towards dst and
