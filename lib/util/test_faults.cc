@@ -25,6 +25,7 @@ TestFaults parse_test_faults(std::string_view spec) {
     if (k == "rdma-rail-stats-lie") f.rdma_rail_stats_lie = static_cast<int>(v);
     if (k == "tamper-control") f.tamper_control = v;
     if (k == "rdma-moved-lie") f.rdma_moved_lie = true;
+    if (k == "rdma-no-standby") f.rdma_no_standby = true;
     if (k == "auth-bad-proof") f.auth_bad_proof = true;
     if (k == "auth-skip") f.auth_skip = true;
     if (k == "zerocopy-local") f.zerocopy_local = true;

@@ -120,6 +120,19 @@ timeout 300 "$RCP" --transport rdma -P "$((port + 4))" --rails auto "$work/src" 
 check "a daemon reporting a rail the client did not join: the session is refused, naming it (exit $rc)" \
   sh -c "[ $rc != 0 ] && grep -q 'RAIL_STATS names rail 3, which this session did not join' '$work/err'"
 kill -TERM "$d4" "$d5"; wait "$d4" "$d5" 2>/dev/null
+# a daemon that keeps no standby control channel (as one from before them): the rails still
+# carry READs, the client says control could not move
+RCP_TEST_FAULT=rdma-no-standby "$RCPD" --listen "*:$((port + 6))" --transport rdma \
+  --rails "${RXE_DEV_B:-rxe1},${RXE_DEV_D:-rxe3}" --export d="$work/exp" > "$work/d7.log" 2>&1 &
+d7=$!
+for _ in $(seq 100); do grep -q "rcpd: ready" "$work/d7.log" && break; sleep 0.05; done
+timeout 300 "$RCP" --transport rdma -P "$((port + 6))" --rails auto -vv --json "$addr:d/big" "$work/out/nostandby" \
+  > "$work/ns.json" 2> "$work/err"; rc=$?
+kill -TERM "$d7"; wait "$d7" 2>/dev/null
+b2=$(rail_field "$work/ns.json" "${RXE_DEV_C:-rxe2}" bytes)
+check "a daemon without standby control channels: the pull still uses both rails (rxe2 $b2 bytes; exit $rc)" \
+  sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/nostandby' && [ '$b2' -gt 0 ] 2>/dev/null &&
+         grep -q 'keeps no standby control channel on this rail' '$work/err'"
 check "the pull used exactly two rails (rcpd offers its side's two devices)" \
   sh -c "python3 -c 'import json,sys; sys.exit(len(json.load(open(sys.argv[1]))[\"rails\"]) != 2)' '$work/pull.json'"
 # --- --rails naming devices: only those

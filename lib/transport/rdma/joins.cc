@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "util/log.h"
+#include "util/test_faults.h"
 #include "wire/rails.h"
 
 namespace rcp::rdma {
@@ -67,8 +68,12 @@ Result<Joined> join_session(sockaddr_storage& dst, const JoinSpec& spec, uint64_
   if (!ph.ok()) return make_error(ph.error().code, what + ": " + ph.error().context);
   if (rdma_migrate_id(id.get(), spec.ch) != 0) return sys_error(what + ": rdma_migrate_id");
   const uint32_t rd = std::min<uint32_t>(spec.caps.init_rd, ph->rd_resp);
-  if (standby > 0 && !(ph->flags & wire::kHelloRailStandby))
-    return make_error(EPROTO, what + ": the daemon set up no standby control channel for the rail");
+  if (standby > 0 && !(ph->flags & wire::kHelloRailStandby)) {
+    // A daemon without standby channels: the rail still carries READs, but
+    // control cannot move to it (nothing is ever sent on this QP).
+    log_info("{}: the daemon keeps no standby control channel on this rail", what);
+    ctrl.reset();
+  }
   return Joined{std::move(id), rd, spec.rail, std::move(ctrl)};
 }
 
@@ -89,7 +94,8 @@ Status accept_join(QpJoins& joins, CmId id, const CmEvent& req, const std::strin
   if (!token.ok()) return refuse(EPROTO, token.error().context);
   auto hello = wire::decode_hello(req.private_data);  // decoded by the listener already
   const bool rail_join = hello.ok() && (hello->flags & wire::kHelloRail);
-  const bool standby = rail_join && (hello->flags & wire::kHelloRailStandby);
+  // (Test-only fault switch: answer as a daemon without standby channels.)
+  const bool standby = rail_join && (hello->flags & wire::kHelloRailStandby) && !test_faults().rdma_no_standby;
   // Runs under the registry's lock, so the session cannot close its entry
   // and free its PD or CQ meanwhile. A failure after the QP was created
   // destroys it here, still under the lock: nothing of a refused join is
