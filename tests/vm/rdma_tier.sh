@@ -50,14 +50,16 @@ run_suite() { # NAME SCRIPT BUILD
 }
 # Every suite runs over verbs with the first build (the plain one). The sanitizer build (the
 # second) runs the copy suite, which drives every path of the verbs transport (connect, READ,
-# multi-QP, re-fetch, kills, full disk, limits), the rails suite (rails, failover, control
-# moving off rail 0: about 2.5 min more), and the checks below: under TCG emulation each
+# multi-QP, re-fetch, kills, full disk, limits), and the checks below. Not the rails suite:
+# after it took a link down, new rdma_cm connections over that link time out in this guest
+# for a while, so a second rails run in the same boot fails every rail join (seen in CI); run
+# it with the sanitizers in a boot of its own (RCP_RDMA_SUITES=rails ... build-asan: 31/31): under TCG emulation each
 # suite takes 2-3 times as long with ASan, and all of them with both builds took 50+ minutes,
 # more than CI's 90-minute budget left. The other suites run under ASan over TCP in ctest.
 # RCP_RDMA_SAN_SUITES="copy block ..." widens that (e.g. by hand, with time to spare);
 # RCP_RDMA_SUITES narrows the first build's list (by hand, to rerun one suite over verbs).
 all_suites=${RCP_RDMA_SUITES:-copy block repl_filter meta sparse dryrun xattr rails}
-san_suites=${RCP_RDMA_SAN_SUITES:-copy rails}
+san_suites=${RCP_RDMA_SAN_SUITES:-copy}
 first=1
 for b in "$@"; do
   t_build=$(date +%s)

@@ -491,6 +491,9 @@ void Connection::add_standby(uint32_t rail, size_t lane, std::unique_ptr<Control
   // One per rail: a second (a lying client's) is kept alive with its QP —
   // its receives point into it — and never used.
   const bool first = std::none_of(standby_.begin(), standby_.end(), [&](const Standby& x) { return x.rail == rail; });
+  // The peer's depth now (its hello came before any join): the credits of a
+  // message the peer sends here before this side moves are counted from the first.
+  ch->set_peer(peer_ctrl_depth_, peer_msg_size_, peer_name_);
   standby_.push_back(Standby{first ? rail : 0, lane, std::move(ch), false});
   if (standby_.size() == 1) {
     // Rail 0's own device's async events (a port going down) now matter:
@@ -543,7 +546,6 @@ void Connection::fail_control(std::string why, std::vector<TransportEvent>& even
   ctl_ = to->ch.get();
   ctl_rail_ = to->rail;
   ctl_lane_ = to->lane;
-  ctl_->set_peer(peer_ctrl_depth_, peer_msg_size_, peer_name_);
   moving_ = true;
   const Rail& R = *rails_[ctl_rail_ - 1];
   log_warning("rail 1 ({} to {}) failed: {}; control moves to rail {} ({} to {}), {} chunk{} read again over the other rail{}",
