@@ -26,6 +26,8 @@ TestFaults parse_test_faults(std::string_view spec) {
     if (k == "tamper-control") f.tamper_control = v;
     if (k == "rdma-moved-lie") f.rdma_moved_lie = true;
     if (k == "rdma-no-standby") f.rdma_no_standby = true;
+    if (k == "rdma-standby-every") f.rdma_standby_every = true;
+    if (k == "rdma-rail-silent") f.rdma_rail_silent = true;
     if (k == "auth-bad-proof") f.auth_bad_proof = true;
     if (k == "auth-skip") f.auth_skip = true;
     if (k == "zerocopy-local") f.zerocopy_local = true;

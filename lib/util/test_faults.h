@@ -25,8 +25,10 @@ struct TestFaults {
   bool rdma_bad_join_token = false;  ///< quote a join token one bit off
   int rdma_rail_index = 0;         ///< rcp --rails: every rail join names this rail (a lying client)
   int rdma_rail_stats_lie = 0;     ///< rcpd's RAIL_STATS lie: 1 = rail 0 read 1 TiB more, 2 = names rail 3 for rail 0
-  bool rdma_moved_lie = false;
-  bool rdma_no_standby = false;    ///< rcpd: keep no standby control channel on a rail (as a daemon before them)     ///< CONTROL_MOVED claims 1000 more of the peer's sends than were taken
+  bool rdma_moved_lie = false;     ///< CONTROL_MOVED claims 1000 more of the peer's sends than were taken
+  bool rdma_no_standby = false;    ///< rcpd: keep no standby control channel on a rail (as a daemon before them)
+  bool rdma_standby_every = false; ///< rcp: ask for a standby control channel on every rail QP (a greedy client)
+  bool rdma_rail_silent = false;   ///< rcpd: never answer a rail join (as a rail whose link loses every CM message)
   int64_t tamper_control = -1;     ///< flip a bit of the N-th control message sealed with a MAC, after sealing
   bool auth_bad_proof = false;     ///< daemon: answer a good client proof with a wrong proof (an impostor)
   bool auth_skip = false;          ///< daemon: answer AUTH_REQUEST with OPEN_OK (an impostor that skips auth)

@@ -22,3 +22,16 @@ TEST_CASE("test faults: a hold without a path is no hold") {
   CHECK(parse_test_faults("source-hold").source_hold.empty());
   CHECK(parse_test_faults("unknown=1,source-delay-ms=5").source_delay_ms == 5);
 }
+
+TEST_CASE("test faults: the rail switches are flags, off unless named") {
+  auto none = parse_test_faults("source-delay-ms=5");
+  CHECK_FALSE(none.rdma_moved_lie);
+  CHECK_FALSE(none.rdma_no_standby);
+  CHECK_FALSE(none.rdma_standby_every);
+  CHECK_FALSE(none.rdma_rail_silent);
+  auto f = parse_test_faults("rdma-rail-silent,rdma-standby-every,rdma-no-standby,rdma-moved-lie");
+  CHECK(f.rdma_rail_silent);
+  CHECK(f.rdma_standby_every);
+  CHECK(f.rdma_no_standby);
+  CHECK(f.rdma_moved_lie);
+}

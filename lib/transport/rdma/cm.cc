@@ -5,9 +5,12 @@
 #include <netdb.h>
 #include <poll.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <fmt/core.h>
 
+#include "util/log.h"
 #include "wire/messages.h"
 
 namespace rcp::rdma {
@@ -89,6 +92,24 @@ Result<std::pair<EventChannel, CmId>> resolve_once(sockaddr_storage& dst, int ti
   if (rdma_resolve_route(raw, timeout_ms) != 0) return sys_error(where + ": rdma_resolve_route");
   RCP_TRY(wait_cm_event(ch.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, timeout_ms + 1000, where + ": resolve route"));
   return std::make_pair(std::move(ch), std::move(id));
+}
+
+Result<std::pair<EventChannel, CmId>> resolve_within(sockaddr_storage& dst, int budget_ms, const std::string& where,
+                                                     sockaddr_storage* src) {
+  constexpr int kAttemptMs = 500;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(budget_ms);
+  // At most budget / 500 attempts as well: one that fails at once (a port
+  // without its address yet) is not spun on for the whole budget.
+  const int attempts = std::max(1, budget_ms / kAttemptMs);
+  for (int attempt = 1;; ++attempt) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    auto r = resolve_once(dst, static_cast<int>(std::clamp<int64_t>(left, 1, kAttemptMs)), where, src);
+    if (r.ok()) return r;
+    const int code = r.error().code;
+    if ((code != ETIMEDOUT && code != EHOSTUNREACH && code != ENODATA) || left <= kAttemptMs || attempt >= attempts)
+      return r;
+    log_debug("{}: {} (attempt {} of {})", where, r.error().message(), attempt, attempts);
+  }
 }
 
 rdma_conn_param conn_param(uint8_t initiator_depth, uint8_t responder_resources, std::span<const uint8_t> private_data) {

@@ -46,6 +46,15 @@ Result<sockaddr_storage> resolve(const std::string& host, uint16_t port, bool pa
 Result<std::pair<EventChannel, CmId>> resolve_once(sockaddr_storage& dst, int timeout_ms, const std::string& where,
                                                    sockaddr_storage* src = nullptr);
 
+/// resolve_once in short attempts until one succeeds, an error other than a
+/// timeout or an unreachable host ends them, or `budget_ms` is spent (the
+/// last error then). Why short: on a cold neighbour entry the kernel can
+/// miss the ARP reply and finish the resolution only when its timeout
+/// fires (soft-RoCE: every first resolution took the whole timeout, 2 to
+/// 10 s, then the next was instant); a 500 ms attempt bounds that miss.
+Result<std::pair<EventChannel, CmId>> resolve_within(sockaddr_storage& dst, int budget_ms, const std::string& where,
+                                                     sockaddr_storage* src = nullptr);
+
 /// The parameters of every rdma_connect and rdma_accept of rcp: the agreed
 /// READ depths, transport and RNR retries at their maximum (7), and our
 /// hello as private data (which must outlive the call).

@@ -158,7 +158,9 @@ Status Connection::join_rail(sockaddr_storage& dst, uint64_t token, uint32_t rai
   s.caps = R.caps;
   s.rail = R.index;
   const bool first = std::none_of(standby_.begin(), standby_.end(), [&](const Standby& x) { return x.rail == rail; });
-  s.ctrl_depth = first ? q_.ctrl_depth : 0;
+  // (Test-only fault switch: ask on every queue pair of the rail, as a
+  // greedy client would; rcpd grants the first.)
+  s.ctrl_depth = first || test_faults().rdma_standby_every ? q_.ctrl_depth : 0;
   // Test-only fault switch: name another rail than the one joined, so the
   // suite can prove rcpd refuses an index it did not announce and a join
   // that arrived on another device than the rail it names.

@@ -1,6 +1,7 @@
 #include "transport/rdma/joins.h"
 
 #include <algorithm>
+#include <chrono>
 #include <fmt/core.h>
 #include <memory>
 
@@ -45,6 +46,8 @@ Result<Joined> join_session(sockaddr_storage& dst, const JoinSpec& spec, uint64_
                             int timeout_ms, const std::string& where) {
   const std::string what = spec.rail == 0 ? fmt::format("{}: queue pair {} of {}", where, index + 1, of)
                                           : fmt::format("{}: rail {} queue pair {}", where, spec.rail + 1, index + 1);
+  // One deadline for the whole join: resolution and handshake share timeout_ms.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   RCP_ASSIGN(auto r, resolve_once(dst, timeout_ms, what));
   EventChannel ch = std::move(r.first);
   CmId id = std::move(r.second);  // declared after ch: destroyed before it
@@ -63,7 +66,8 @@ Result<Joined> join_session(sockaddr_storage& dst, const JoinSpec& spec, uint64_
                            : wire::encode_rail_join(h, token, spec.rail);
   rdma_conn_param cp = conn_param(spec.caps.init_rd, spec.caps.resp_rd, pd);
   if (rdma_connect(id.get(), &cp) != 0) return sys_error(what + ": rdma_connect");
-  RCP_ASSIGN(CmEvent est, wait_cm_event(ch.get(), RDMA_CM_EVENT_ESTABLISHED, timeout_ms, what));
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  RCP_ASSIGN(CmEvent est, wait_cm_event(ch.get(), RDMA_CM_EVENT_ESTABLISHED, static_cast<int>(std::max<int64_t>(1, left.count())), what));
   auto ph = wire::decode_hello(est.private_data);
   if (!ph.ok()) return make_error(ph.error().code, what + ": " + ph.error().context);
   if (rdma_migrate_id(id.get(), spec.ch) != 0) return sys_error(what + ": rdma_migrate_id");
@@ -122,7 +126,8 @@ Status accept_join(QpJoins& joins, CmId id, const CmEvent& req, const std::strin
     }
     if (cm->verbs != ctx)
       return make_error(EXDEV, "it arrived on another RDMA device than its session (a PD cannot span devices)");
-    const uint32_t depth = standby ? s.ctrl_depth : 0;
+    const uint32_t bit = 1u << jn.rail;  // jn.rail < wire::kMaxRails
+    const uint32_t depth = standby && !(s.standby_rails & bit) ? s.ctrl_depth : 0;
     if (Status st = create_read_qp(cm, s, on_pd, on_cq, depth); !st.ok()) return make_error(st.error().code, st.error().message());
     // (Its registration is on the session's PD: released here, under the
     // lock, whenever this join fails.)
@@ -156,6 +161,7 @@ Status accept_join(QpJoins& joins, CmId id, const CmEvent& req, const std::strin
       return e;
     }
     jn.rd_atomic = cp.initiator_depth;
+    if (depth > 0) s.standby_rails |= bit;
     log_debug("{}: queue pair {} of {} accepted into its session", peer, seat.number, seat.max);
     return {};
   };

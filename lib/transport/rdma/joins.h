@@ -63,6 +63,10 @@ struct JoinSpec {
   /// rail, whose join then asks for one. Daemon: the session's depth,
   /// used when a rail join asks.
   uint32_t ctrl_depth = 0;
+  /// Daemon: the rails (bit n: rail n) whose standby channel is granted. A
+  /// rail gets one: a client asking on every queue pair of a rail would
+  /// otherwise make the session register 2 x depth x 4 KiB more per ask.
+  uint32_t standby_rails = 0;
 };
 
 /// A queue pair that joined, ready to become a lane of its session.

@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "transport/listener.h"
 #include "transport/rdma/cm.h"
@@ -19,6 +20,7 @@
 #include "transport/rdma/rail_addrs.h"
 #include "transport/rdma/rdma_transport.h"
 #include "util/log.h"
+#include "util/test_faults.h"
 #include "wire/messages.h"
 #include "wire/rails.h"
 
@@ -112,6 +114,15 @@ class RdmaListener final : public Listener {
       return make_error(ph.error().code, "rdma connection from " + peer + " refused: " + ph.error().context);
     }
     if (ph->flags & wire::kHelloJoin) {
+      if ((ph->flags & wire::kHelloRail) && test_faults().rdma_rail_silent) {
+        // Test-only fault switch: a rail join is neither accepted nor
+        // refused (held, not destroyed: that would send a reject), as over
+        // a link that loses the CM's messages; the client must go on
+        // without the rail before this daemon gives up on the session.
+        silent_.push_back(std::move(id));
+        log_info("rdma: rail join from {} left unanswered (test fault rdma-rail-silent)", peer);
+        return std::unique_ptr<Transport>();
+      }
       RCP_TRY(accept_join(*joins_, std::move(id), req, peer));
       return std::unique_ptr<Transport>();
     }
@@ -181,6 +192,7 @@ class RdmaListener final : public Listener {
   CmId id_;  // after ch_: destroyed before it
   std::string addr_;
   std::shared_ptr<QpJoins> joins_ = std::make_shared<QpJoins>(kQpJoinWording);
+  std::vector<CmId> silent_;  // test fault rdma-rail-silent; after ch_: destroyed before it
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "transport/rdma/rdma_transport.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <span>
 #include <vector>
@@ -33,19 +34,40 @@ std::vector<std::string> device_names() {
   return out;
 }
 
+/// How long after the daemon accepted rcp may spend joining its queue pairs
+/// and rails before it sends its first request. The daemon gives a session
+/// hello_timeout (10 s by default) for that request: a rail whose link
+/// loses the CM's messages (seen in the guest after a link bounce: every
+/// join waited out its 10 s) made the session miss that window and the
+/// whole copy fail, where one rail would have done. A join over a working
+/// link takes milliseconds on hardware; in the soft-RoCE guest under TCG
+/// 0.1-0.2 s alone and up to 1.2 s with five copies joining at once. Half
+/// the daemon's default leaves room for that and for its clock starting
+/// first.
+constexpr int kRailJoinBudgetMs = 5000;
+
 /// rcp --rails: a rail for each address the daemon announced that the local
 /// route reaches over a device not used yet (and allowed by the option),
 /// with `qps` queue pairs joined to the session on it. A rail that cannot
-/// be set up is left out with a warning: the copy goes on over the others.
+/// be set up, or not by `deadline` (kRailJoinBudgetMs after the accept), is left out
+/// with a warning: the copy goes on over the others.
 void add_rails(Connection& t, std::span<const wire::RailAddr> addrs, uint64_t token, uint16_t port, uint32_t qps,
-               const RdmaOptions& opt, const std::string& where) {
+               const RdmaOptions& opt, std::chrono::steady_clock::time_point deadline, const std::string& where) {
   std::vector<ibv_context*> used{t.id()->verbs};
+  auto left_ms = [&] {
+    return static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+  };
   for (size_t i = 0; i < addrs.size(); ++i) {
     const std::string shown = wire::rail_addr_string(addrs[i]);
     auto dst = resolve(shown, port, false);
     if (!dst.ok()) continue;
     const std::string what = fmt::format("{}: rail address {}", where, shown);
-    auto r = resolve_once(dst.value(), std::min(opt.timeout_ms, 2000), what);
+    if (left_ms() <= 0) {
+      log_warning("{}: not used: rails must join within {} ms of the connection", what, kRailJoinBudgetMs);
+      continue;
+    }
+    auto r = resolve_within(dst.value(), left_ms(), what);
     if (!r.ok()) {
       log_info("{}: not reachable ({})", what, r.error().message());
       continue;
@@ -67,7 +89,10 @@ void add_rails(Connection& t, std::span<const wire::RailAddr> addrs, uint64_t to
     }
     used.push_back(ctx);
     for (uint32_t q = 0; q < qps; ++q) {
-      if (Status st = t.join_rail(dst.value(), token, rail.value(), q, opt.timeout_ms, where); !st.ok()) {
+      const int ms = left_ms();
+      Status st = ms > 0 ? t.join_rail(dst.value(), token, rail.value(), q, ms, where)
+                         : Status(make_error(ETIMEDOUT, fmt::format("rails must join within {} ms of the connection", kRailJoinBudgetMs)));
+      if (!st.ok()) {
         log_warning("{}: queue pair {} on {} not joined: {}", what, q + 1, dev, st.error().message());
         break;
       }
@@ -110,19 +135,9 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
   using namespace rdma;
   RCP_ASSIGN(sockaddr_storage dst, resolve(host, port, false));
   const std::string where = fmt::format("rdma connect to {}", sockaddr_string(reinterpret_cast<sockaddr*>(&dst)));
-  // Address resolution needs the peer's neighbour entry; when it is not
-  // cached, the kernel's first resolution can miss its window (seen on
-  // soft-RoCE: a 10 s wait on a cold ARP cache, then instant). So: short
-  // attempts, repeated, within the overall timeout.
-  const int attempt_ms = std::min(opt.timeout_ms, 2000);
-  const int attempts = std::max(1, opt.timeout_ms / attempt_ms);
+  // Short attempts within the overall timeout (a cold neighbour entry: see resolve_within).
   RCP_ASSIGN(std::optional<sockaddr_storage> src, source_address(opt, dst));
-  Result<std::pair<EventChannel, CmId>> r = make_error(ETIMEDOUT, where);
-  for (int i = 0; i < attempts; ++i) {
-    r = resolve_once(dst, attempt_ms, where, src ? &*src : nullptr);
-    if (r.ok() || (r.error().code != ETIMEDOUT && r.error().code != EHOSTUNREACH && r.error().code != ENODATA)) break;
-    log_debug("{}: {} (attempt {} of {})", where, r.error().message(), i + 1, attempts);
-  }
+  Result<std::pair<EventChannel, CmId>> r = resolve_within(dst, opt.timeout_ms, where, src ? &*src : nullptr);
   // With --device or --bind, a path that does not work is theirs: say so.
   auto forced = [&](const Error& e) {
     if (!opt.device.empty())
@@ -168,6 +183,7 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
   CmEvent est = std::move(established.value());
   auto ph = wire::decode_hello(est.private_data);
   if (!ph.ok()) return make_error(ph.error().code, where + ": " + ph.error().context);
+  const auto joins_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::min(opt.timeout_ms, kRailJoinBudgetMs));
   t->set_peer(ph.value(), std::min<uint32_t>(c.init_rd, ph->rd_resp));
   t->set_established();
   if (want > 1 || opt.rails.enabled) {
@@ -185,7 +201,7 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
       } else if (opt.rails.enabled) {
         RCP_ASSIGN(auto addrs, wire::decode_hello_rails(est.private_data));
         const uint16_t dst_port = ntohs(reinterpret_cast<sockaddr_in*>(&dst)->sin_port);  // same offset for IPv6
-        add_rails(*t, addrs, token, dst_port, want, opt, where);
+        add_rails(*t, addrs, token, dst_port, want, opt, joins_end, where);
       }
     }
   }
