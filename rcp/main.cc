@@ -421,7 +421,10 @@ struct Run {
       const RailStat& x = rails[i];
       std::string gid = x.gid_index < 0 ? "no GRH" : fmt::format("GID index {} {}", x.gid_index, x.gid);
       if (!x.gid_type.empty()) gid += " (" + x.gid_type + ")";
-      log_info("rail {}: device {} port {}, {}, {} -> {}", i, x.device, x.port, gid, x.local, x.peer);
+      if (x.port == 0)  // (every joined queue pair has its port)
+        log_info("rail {}: device {}, not used -> {}: {}", i, x.device, x.peer, x.failed);
+      else
+        log_info("rail {}: device {} port {}, {}, {} -> {}", i, x.device, x.port, gid, x.local, x.peer);
     }
     return t;
   }
@@ -802,7 +805,9 @@ int run(const Options& o, const CLI::App& app) {
         dirs, total.bytes, secs, secs > 0 ? static_cast<double>(total.bytes) / secs / 1e6 : 0.0, checksum_name(*algo));
   }
   for (const cli::RailReport& x : g_report.rails) {
-    if (!x.failed.empty())
+    if (!x.failed.empty() && x.port == 0)
+      say("rail {} to {} not used: {}", x.device, x.peer, x.failed);
+    else if (!x.failed.empty())
       say("rail {} to {} failed during the copy: {}", x.device, x.peer, x.failed);
     else if (o.verbose > 0 && !o.quiet && g_report.rails.size() > 1)
       say("rail {} to {}: {} bytes read in {} chunks", x.device, x.peer, x.bytes, x.chunks);

@@ -153,10 +153,13 @@ d8=$!
 for _ in $(seq 100); do grep -q "rcpd: ready" "$work/d8.log" && break; sleep 0.05; done
 timeout 300 "$RCP" --transport rdma -P "$((port + 7))" --rails auto -v --json "$addr:d/big" "$work/out/silent" \
   > "$work/silent.json" 2> "$work/err"; rc=$?
-b0=$(rail_field "$work/silent.json" "${RXE_DEV_A:-rxe0}" bytes)
-check "a rail join never answered: the pull completes over rail ${RXE_DEV_A:-rxe0} ($b0 bytes), naming the rail not joined (exit $rc)" \
+b0=$(rail_field "$work/silent.json" "${RXE_DEV_A:-rxe0}" bytes) f2=$(rail_field "$work/silent.json" "${RXE_DEV_C:-rxe2}" failed)
+nj=no; case $f2 in "not joined: "*) nj=yes ;; esac
+check "a rail join never answered: the pull completes over rail ${RXE_DEV_A:-rxe0} ($b0 bytes), naming the rail not joined ($f2; exit $rc)" \
   sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/silent' && [ '$b0' = $((48 << 20)) ] &&
-         grep -q 'queue pair 1 on ${RXE_DEV_C:-rxe2} not joined' '$work/err' && grep -q 'left unanswered' '$work/d8.log'" \
+         grep -q 'queue pair 1 on ${RXE_DEV_C:-rxe2} not joined' '$work/err' &&
+         grep -q 'rail ${RXE_DEV_C:-rxe2} to .* not used: not joined: ' '$work/err' && [ $nj = yes ] &&
+         grep -q 'left unanswered' '$work/d8.log'" \
   || { sed 's/^/    client: /' "$work/err" | tail -n 5; sed 's/^/    rcpd: /' "$work/d8.log" | tail -n 5; }
 kill -TERM "$d8"; wait "$d8" 2>/dev/null
 # --- --rails naming devices: only those

@@ -172,6 +172,11 @@ Status Connection::join_rail(sockaddr_storage& dst, uint64_t token, uint32_t rai
   return {};
 }
 
+void Connection::leave_out_rail(uint32_t rail, const std::string& why) {
+  Rail& R = *rails_.at(rail - 1);
+  if (R.failed.empty()) R.failed = "not joined: " + why;
+}
+
 Status Connection::offer_joins(std::shared_ptr<QpJoins> reg, uint64_t token, uint32_t max_qps,
                                const wire::Hello& answer) {
   if (!reg->open(token, std::min(max_qps, max_qps_), join_spec(answer)))

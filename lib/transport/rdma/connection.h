@@ -72,6 +72,9 @@ class Connection final : public Transport {
   /// Client side: adds queue pair `qp` of local rail `rail` to the session.
   Status join_rail(sockaddr_storage& dst, uint64_t token, uint32_t rail, uint32_t qp, int timeout_ms,
                    const std::string& where);
+  /// Client side: local rail `rail` joined no queue pair (`why`); it
+  /// carries nothing and -v / --json say so.
+  void leave_out_rail(uint32_t rail, const std::string& why);
   size_t rail_count() const { return rails_.size() + 1; }
 
   std::string name() const override { return "rdma " + caps_.name; }

@@ -94,6 +94,7 @@ void add_rails(Connection& t, std::span<const wire::RailAddr> addrs, uint64_t to
                          : Status(make_error(ETIMEDOUT, fmt::format("rails must join within {} ms of the connection", kRailJoinBudgetMs)));
       if (!st.ok()) {
         log_warning("{}: queue pair {} on {} not joined: {}", what, q + 1, dev, st.error().message());
+        if (q == 0) t.leave_out_rail(rail.value(), st.error().message());
         break;
       }
     }
