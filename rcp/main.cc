@@ -40,6 +40,7 @@
 #include "session/config.h"
 #include "session/session.h"
 #include "transport/connect.h"
+#include "util/cpus.h"
 #include "util/log.h"
 
 namespace {
@@ -78,7 +79,7 @@ struct Options {
   bool write_devices = false;  // --write-devices: a block device destination is written in place
   bool force = false;          // --force: a mounted (or otherwise held) device destination too
   Preserve preserve;  ///< -a -p -t -o -g -l -L -D --numeric-ids (cli/preserve_options)
-  unsigned hash_threads = 1;
+  unsigned hash_threads = kHashThreadsAuto;
   std::string password_file;
   UpdateRules rules;  // -c, --ignore-existing, --existing, -u, --whole-file
   bool json = false, stats = false;
@@ -306,6 +307,7 @@ Settings settings(const Options& o, Checksum algo) {
   s.direct = o.direct;
   s.preserve = o.preserve;
   s.hash_threads = o.hash_threads;
+  s.cpus = usable_cpus();
   s.streams = o.streams;
   s.rules = o.rules;
   s.bwlimit = o.bwlimit_bytes;
@@ -920,7 +922,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-zerocopy", o.no_zerocopy, "TCP transport: plain sends instead of zero-copy sends");
   app.add_flag("--encrypt", o.encrypt,
                "encrypt the session with TLS 1.3 (TCP only; with --transport auto it selects TCP)");
-  app.add_option("--hash-threads", o.hash_threads, "threads computing chunk digests, 0 to 64 (default 1; 0: on the I/O loop)")
+  app.add_option("--hash-threads", o.hash_threads, "threads computing chunk digests, 0 to 64 (0: on the I/O loop; default 1, "
+                 "but 0 when the peer is on this host and it has fewer than 4 CPUs)")
       ->type_name("N")
       ->check(range(0, 64));
   app.add_flag("-r,--recursive", o.recursive, "copy directories and everything below them");

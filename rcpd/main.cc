@@ -34,6 +34,7 @@
 #include "session/session.h"
 #include "transport/connect.h"
 #include "transport/tcp/tls.h"
+#include "util/cpus.h"
 #include "util/fd.h"
 #include "util/log.h"
 #include "util/notify.h"
@@ -561,7 +562,7 @@ int main(int argc, char** argv) {
   app.add_option("--window", d.settings.window, "chunks in flight per connection, 1 to 4096 (default 16)")
       ->type_name("N")
       ->check(range(1, 4096));
-  app.add_option("--hash-threads", d.settings.hash_threads, "digest threads per session, 0 to 64 (default 1)")
+  app.add_option("--hash-threads", d.settings.hash_threads, "digest threads per session, 0 to 64 (default 1, but 0 for a client on this host when it has fewer than 4 CPUs)")
       ->type_name("N")
       ->check(range(0, 64));
   app.add_option("--max-connections", max_connections,
@@ -664,6 +665,7 @@ int main(int argc, char** argv) {
     if (hello_timeout == 0) hello_timeout = cfg->hello_timeout;
     if (app.count("--hash-threads") == 0) d.settings.hash_threads = cfg->hash_threads;
   }
+  d.settings.cpus = usable_cpus();  // (hash_threads_for, per session)
   if (listen.empty() && hosts.empty()) listen = "*";
   auto l = parse_listen(listen.empty() ? "*" : listen);
   if (!l.ok()) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "daemon/access.h"
+#include "session/config.h"
 #include "util/result.h"
 
 namespace rcp::daemon {
@@ -60,7 +61,7 @@ struct DaemonConfig {
   uint32_t max_files_per_session = 64;  ///< files one session may hold open at once
   uint32_t hello_timeout = 10;      ///< seconds for a whole hello (and the authentication exchange)
   uint32_t idle_timeout = 600;      ///< seconds without progress before a session is dropped; 0 = never
-  uint32_t hash_threads = 1;        ///< as rcpd --hash-threads
+  uint32_t hash_threads = kHashThreadsAuto;  ///< as rcpd --hash-threads
   std::string pid_file;             ///< empty = none
   EncryptPolicy encrypt = EncryptPolicy::allowed;  ///< TLS offered to TCP clients (set at start)
   std::vector<ModuleConfig> modules;  ///< in file order; may be empty (then nothing is served)

@@ -38,13 +38,18 @@ SessionOptions session_options(const Settings& s, Role role, const Negotiated& n
   o.direct = s.direct;
   o.rules = s.rules;
   o.preserve = s.preserve;
-  o.hash_threads = s.hash_threads;
+  o.hash_threads = hash_threads_for(s.hash_threads, s.cpus, n.local_peer);
   o.cancel = s.cancel;
   // 0: no timeout. INT_MAX ms (24 days) is "never" for the loop's idle check
   // and for every poll that takes the same bound.
   o.idle_timeout_ms = s.io_timeout_s == 0 ? std::numeric_limits<int>::max()
                                           : static_cast<int>(std::min<uint32_t>(s.io_timeout_s, 86400) * 1000);
   return o;
+}
+
+unsigned hash_threads_for(unsigned asked, unsigned cpus, bool local_peer) {
+  if (asked != kHashThreadsAuto) return asked;
+  return local_peer && cpus > 0 && cpus < 4 ? 0 : 1;
 }
 
 uint16_t open_flags(const UpdateRules& r) {

@@ -44,6 +44,10 @@ struct Negotiated {
   uint32_t max_sge = 1;          ///< SGEs per READ work request
   uint32_t max_chunk = 0;        ///< largest chunk the peer accepts
   uint16_t checksums = 0;        ///< algorithms both sides support
+  /// The peer runs on this host (TCP to a loopback or own address): its
+  /// busy threads compete for this host's CPUs (session/config.h
+  /// hash_threads_for).
+  bool local_peer = false;
 };
 
 /// One rail of an RDMA connection (one without rcp --rails, several with

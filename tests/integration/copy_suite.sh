@@ -230,6 +230,14 @@ RCP_TEST_FAULT=sink-corrupt-once=1 rcp "$addr:data/size48M" "$out/refetch" 2> "$
 rc=$?
 check "chunk corrupted once is re-fetched and the copy succeeds" test $rc = 0
 check "  ... byte-exact" cmp -s "$src/size48M" "$out/refetch"
+# the same through digest threads (over TCP to this host, with few CPUs, the default hashes on
+# the loop: session/config.h hash_threads_for), and a push whose source hashes on two threads
+RCP_TEST_FAULT=sink-corrupt-once=1 rcp -v --hash-threads 2 "$addr:data/size48M" "$out/refetch-ht" 2> "$work/err"
+rc=$?
+check "  ... with --hash-threads 2 too: re-fetched, byte-exact (exit $rc)" \
+  sh -c "[ $rc = 0 ] && cmp -s '$src/size48M' '$out/refetch-ht' && grep -q 'failed verification; fetching it again' '$work/err'"
+rcp --hash-threads 2 "$src/size48M" "$addr:data/pushed-ht" && cmp -s "$src/size48M" "$exp/pushed-ht"
+check "push whose source hashes on two digest threads: byte-exact" test $? = 0
 
 # --- escape attempts are refused with a clear error and touch nothing outside
 echo secret > "$outside/secret"

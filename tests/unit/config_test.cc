@@ -146,3 +146,19 @@ TEST_CASE("--timeout: seconds of no progress, 30 by default, 0 never") {
   s.io_timeout_s = 4'000'000;  // past a day: clamped, never an int overflow
   CHECK(session_options(s, Role::sink, limits(0)).idle_timeout_ms == 86400 * 1000);
 }
+
+TEST_CASE("digest threads: the user's number stands; by default one, none beside a local peer on fewer than 4 CPUs") {
+  CHECK(hash_threads_for(3, 2, true) == 3);
+  CHECK(hash_threads_for(0, 64, false) == 0);
+  CHECK(hash_threads_for(kHashThreadsAuto, 2, false) == 1);   // a remote peer: its CPUs are its own
+  CHECK(hash_threads_for(kHashThreadsAuto, 2, true) == 0);    // both loops on 2 CPUs already
+  CHECK(hash_threads_for(kHashThreadsAuto, 3, true) == 0);
+  CHECK(hash_threads_for(kHashThreadsAuto, 4, true) == 1);
+  CHECK(hash_threads_for(kHashThreadsAuto, 0, true) == 1);    // CPUs not known: as on a large host
+  Settings s;  // the default is automatic, decided per session from the transport
+  s.cpus = 2;
+  Negotiated local = limits(1u << 20);
+  local.local_peer = true;
+  CHECK(session_options(s, Role::sink, local).hash_threads == 0);
+  CHECK(session_options(s, Role::sink, limits(1u << 20)).hash_threads == 1);
+}

@@ -125,7 +125,7 @@ TEST_CASE("config: defaults of absent keys") {
   CHECK(c.max_files_per_session == 64);
   CHECK(c.hello_timeout == 10);
   CHECK(c.idle_timeout == 600);
-  CHECK(c.hash_threads == 1);
+  CHECK(c.hash_threads == kHashThreadsAuto);  // hash_threads_for decides per session
   const ModuleConfig& m = c.modules.at(0);
   CHECK(m.read_only);
   CHECK_FALSE(m.write_only);

@@ -46,6 +46,7 @@ Status TcpTransport::init(Fd first, std::unique_ptr<TlsStream> tls) {
   // measured on loopback, 2 GiB push, 1.40 -> 1.29 CPU-s/GiB both ends
   // (bench/README.md). Real NICs keep it.
   local_peer_ = is_local_peer(first.get());
+  neg_.local_peer = local_peer_;
   if (zerocopy_ && local_peer_ && !test_faults().zerocopy_local) zerocopy_ = false;
   add_stream(std::move(first), std::move(tls));
   return {};
