@@ -11,7 +11,7 @@ set -eu
 build=${1:-build} dir=${2:-pull} mib=${3:-1024} repeats=${4:-10}
 RCP=$(cd "$build/rcp" && pwd)/rcp RCPD=$(cd "$build/rcpd" && pwd)/rcpd
 w=$(mktemp -d /dev/shm/rcp-ab.XXXXXX)
-pa= pb=
+pa='' pb=''
 trap 'kill -TERM $pa $pb 2>/dev/null; wait 2>/dev/null; rm -rf "$w"' EXIT
 mkdir -p "$w/exp" "$w/down"
 head -c $((mib << 20)) /dev/urandom > "$w/src.bin"
