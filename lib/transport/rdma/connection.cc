@@ -211,6 +211,9 @@ Result<uint32_t> Connection::register_memory(void* base, size_t len, bool remote
   // take about one registration's time instead of N.
   const auto t0 = std::chrono::steady_clock::now();
   const size_t n = rails_.size() + 1;
+  // A rail left out (no queue pair joined) or dropped carries no READ: its
+  // registration would only pin the pool once more on a device unused.
+  auto wanted = [&](size_t i) { return i == 0 || rails_[i - 1]->failed.empty(); };
   std::vector<ibv_mr*> got(n, nullptr);
   std::vector<int> err(n, 0);
   auto reg = [&](size_t i) {
@@ -221,6 +224,7 @@ Result<uint32_t> Connection::register_memory(void* base, size_t len, bool remote
   {
     std::vector<std::thread> threads;
     for (size_t i = 1; i < n; ++i) {
+      if (!wanted(i)) continue;
       try {
         threads.emplace_back(reg, i);
       } catch (const std::system_error&) {
@@ -233,8 +237,12 @@ Result<uint32_t> Connection::register_memory(void* base, size_t len, bool remote
   // Own every registration first, so a failure releases those that worked.
   std::vector<Mr> mrs;
   for (ibv_mr* m : got) mrs.emplace_back(m);
+  size_t registered = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (mrs[i]) continue;
+    if (mrs[i] || !wanted(i)) {
+      registered += mrs[i] ? 1 : 0;
+      continue;
+    }
     if (i == 0) return make_error(err[0], fmt::format("ibv_reg_mr of {} bytes on {} (check `ulimit -l`)", len, caps_.name));
     return make_error(err[i], fmt::format("ibv_reg_mr of {} bytes on {} (rail {})", len, rails_[i - 1]->caps.name, i));
   }
@@ -242,10 +250,11 @@ Result<uint32_t> Connection::register_memory(void* base, size_t len, bool remote
   if (!remote_read) sink_lkey_ = mrs[0]->lkey;
   mrs_.emplace(key, std::move(mrs[0]));
   if (rails_.empty()) return key;
-  log_debug("{}: {} bytes registered on {} rails in parallel in {:.1f} ms", caps_.name, len, n,
+  log_debug("{}: {} bytes registered on {} of {} rails in parallel in {:.1f} ms", caps_.name, len, registered, n,
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   wire::RailKeys rk{key, {}};
   for (size_t i = 1; i < n; ++i) {
+    if (!mrs[i]) continue;
     Rail& r = *rails_[i - 1];
     if (!remote_read) {
       r.sink_lkey = mrs[i]->lkey;
