@@ -63,41 +63,60 @@ Digest digest_of(Checksum algo, std::span<const uint8_t> data) {
 }
 
 struct Hasher::Impl {
-  Checksum algo;
   XXH3_state_t* xxh = nullptr;
   EVP_MD_CTX* evp = nullptr;
   ~Impl() {
     if (xxh) XXH3_freeState(xxh);
     if (evp) EVP_MD_CTX_free(evp);
   }
+  void reset(Checksum algo) {
+    if (algo == Checksum::xxh128 && xxh) XXH3_128bits_reset(xxh);
+    if (algo == Checksum::sha256 && evp) EVP_DigestInit_ex(evp, sha256_md(), nullptr);
+  }
 };
 
-Hasher::Hasher(Checksum algo) : impl_(std::make_unique<Impl>()) {
-  impl_->algo = algo;
-  if (algo == Checksum::xxh128) impl_->xxh = XXH3_createState();
-  if (algo == Checksum::sha256) impl_->evp = EVP_MD_CTX_new();
-  reset();
-}
+Hasher::Hasher(Checksum algo) : algo_(algo) {}
 Hasher::~Hasher() = default;
 Hasher::Hasher(Hasher&&) noexcept = default;
 Hasher& Hasher::operator=(Hasher&&) noexcept = default;
 
-Checksum Hasher::algo() const { return impl_->algo; }
+Checksum Hasher::algo() const { return algo_; }
 
 void Hasher::reset() {
-  if (impl_->xxh) XXH3_128bits_reset(impl_->xxh);
-  if (impl_->evp) EVP_DigestInit_ex(impl_->evp, sha256_md(), nullptr);
+  held_ = 0;
+  streaming_ = false;  // (the state, if any, is reset when next used)
 }
 
 void Hasher::update(std::span<const uint8_t> data) {
+  if (algo_ == Checksum::none || data.empty()) return;
+  if (!streaming_) {
+    if (data.size() <= kInline - held_) {
+      std::memcpy(buf_.data() + held_, data.data(), data.size());
+      held_ = static_cast<uint16_t>(held_ + data.size());
+      return;
+    }
+    if (!impl_) {
+      impl_ = std::make_unique<Impl>();
+      if (algo_ == Checksum::xxh128) impl_->xxh = XXH3_createState();
+      if (algo_ == Checksum::sha256) impl_->evp = EVP_MD_CTX_new();
+    }
+    impl_->reset(algo_);
+    streaming_ = true;
+    const uint16_t held = held_;
+    held_ = 0;
+    update({buf_.data(), held});
+  }
   if (impl_->xxh) XXH3_128bits_update(impl_->xxh, data.data(), data.size());
   if (impl_->evp) EVP_DigestUpdate(impl_->evp, data.data(), data.size());
 }
 
 Digest Hasher::finish() {
   Digest d;
-  if (impl_->xxh) d = from_xxh128(XXH3_128bits_digest(impl_->xxh));
-  if (impl_->evp) {
+  if (!streaming_) {
+    d = digest_of(algo_, {buf_.data(), held_});
+  } else if (impl_->xxh) {
+    d = from_xxh128(XXH3_128bits_digest(impl_->xxh));
+  } else if (impl_->evp) {
     unsigned int n = 0;
     EVP_DigestFinal_ex(impl_->evp, d.bytes.data(), &n);
     d.len = static_cast<uint8_t>(n);

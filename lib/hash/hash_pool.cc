@@ -76,6 +76,8 @@ void HashPool::work() {
       m.begin(job.file_id, job.offset, len);
       for (auto piece : job.pieces) m.update(piece);
       d.digest = m.finish();
+    } else if (job.pieces.size() == 1) {
+      d.digest = digest_of(algo_, job.pieces[0]);
     } else {
       for (auto piece : job.pieces) h.update(piece);
       d.digest = h.finish();

@@ -25,6 +25,7 @@ Digest chunk_digest(const SessionOptions& opt, uint32_t file_id, uint64_t offset
     for (auto p : pieces) m.update(p);
     return m.finish();
   }
+  if (pieces.size() == 1) return digest_of(opt.checksum, pieces[0]);  // no streaming state to set up
   Hasher h(opt.checksum);
   for (auto p : pieces) h.update(p);
   return h.finish();

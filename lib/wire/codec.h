@@ -16,18 +16,11 @@ class Writer {
  public:
   explicit Writer(std::vector<uint8_t>& out) : out_(out) {}
   void u8(uint8_t v) { out_.push_back(v); }
-  void u16(uint16_t v) {
-    u8(static_cast<uint8_t>(v >> 8));
-    u8(static_cast<uint8_t>(v));
-  }
-  void u32(uint32_t v) {
-    u16(static_cast<uint16_t>(v >> 16));
-    u16(static_cast<uint16_t>(v));
-  }
-  void u64(uint64_t v) {
-    u32(static_cast<uint32_t>(v >> 32));
-    u32(static_cast<uint32_t>(v));
-  }
+  // One append per field, not one per byte (a push_back per byte showed as
+  // 2 % of the sending rcp's samples in a 10,000-file push).
+  void u16(uint16_t v) { be(v, 2); }
+  void u32(uint32_t v) { be(v, 4); }
+  void u64(uint64_t v) { be(v, 8); }
   void bytes(std::span<const uint8_t> b) { out_.insert(out_.end(), b.begin(), b.end()); }
   /// A string is a u16 length followed by its bytes (no terminator).
   void str(std::string_view s) {
@@ -37,6 +30,11 @@ class Writer {
   size_t size() const { return out_.size(); }
 
  private:
+  void be(uint64_t v, size_t n) {
+    uint8_t b[8];
+    for (size_t i = 0; i < n; ++i) b[i] = static_cast<uint8_t>(v >> (8 * (n - 1 - i)));
+    out_.insert(out_.end(), b, b + n);
+  }
   std::vector<uint8_t>& out_;
 };
 

@@ -218,6 +218,36 @@ TEST_CASE("Hasher fed in pieces equals digest_of, and finish() resets") {
   }
 }
 
+TEST_CASE("Hasher: input kept inline and input streamed give the digest of the whole") {
+  // Up to 192 bytes stay in the Hasher and are digested in one shot; past
+  // that a streaming state takes over (and is reused after finish()).
+  std::vector<uint8_t> data(1000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 40503u >> 5);
+  for (Checksum algo : {Checksum::xxh128, Checksum::sha256}) {
+    CAPTURE(checksum_name(algo));
+    Hasher h(algo);
+    for (size_t total : {0ul, 1ul, 16ul, 176ul, 191ul, 192ul, 193ul, 208ul, 400ul, 1000ul, 17ul, 192ul}) {
+      for (size_t step : {1ul, 16ul, 100ul, 1000ul}) {
+        CAPTURE(total);
+        CAPTURE(step);
+        for (size_t off = 0; off < total; off += step) h.update({data.data() + off, std::min(step, total - off)});
+        CHECK(h.finish() == digest_of(algo, {data.data(), total}));
+      }
+    }
+    // A digest begun inline and reset, then a streamed one: nothing carried over.
+    h.update({data.data(), 100});
+    h.reset();
+    h.update({data.data() + 100, 300});
+    CHECK(h.finish() == digest_of(algo, {data.data() + 100, 300}));
+    // Moved while inline: the bytes move with it.
+    Hasher a(algo);
+    a.update({data.data(), 50});
+    Hasher b(std::move(a));
+    b.update({data.data() + 50, 50});
+    CHECK(b.finish() == digest_of(algo, {data.data(), 100}));
+  }
+}
+
 TEST_CASE("checksum none yields empty digests") {
   CHECK(digest_of(Checksum::none, bytes_of("abc")).len == 0);
   Hasher h(Checksum::none);
