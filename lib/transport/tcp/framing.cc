@@ -124,7 +124,9 @@ void TcpTransport::serve_read(Stream& s, uint64_t cookie, uint64_t addr, uint32_
   OutItem it;
   const Region* reg = (key >= 1 && key <= regions_.size()) ? &regions_[key - 1] : nullptr;
   const uint64_t base = reg ? reinterpret_cast<uint64_t>(reg->base) : 0;
-  if (!reg || !reg->remote_read || len == 0 || len > wire::kMaxChunk || addr < base || addr - base > reg->len ||
+  // (addr - base wraps to a huge offset for an address below the region:
+  // one unsigned comparison refuses both sides.)
+  if (!reg || !reg->remote_read || len == 0 || len > wire::kMaxChunk || addr - base > reg->len ||
       reg->len - (addr - base) < len) {
     log_error("refusing read of {} bytes at {:#x} (key {}) from {}: outside registered memory", len, addr, key, peer_);
     put_frame_header(*it.head, kReadErr, 0, cookie);
