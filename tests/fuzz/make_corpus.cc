@@ -30,6 +30,38 @@ void put(const std::string& harness, const std::string& name, const std::vector<
   std::fclose(f);
 }
 
+std::vector<uint8_t> encoded(const Message& m) {
+  std::vector<uint8_t> b;
+  if (!encode(m, b).ok()) std::exit(1);
+  return b;
+}
+
+void be(std::vector<uint8_t>& out, uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+std::vector<uint8_t> frame(uint8_t kind, uint64_t cookie, const std::vector<uint8_t>& payload) {
+  std::vector<uint8_t> f{kind, 0, 0, 0};
+  be(f, payload.size(), 4);
+  be(f, cookie, 8);
+  f.insert(f.end(), payload.begin(), payload.end());
+  return f;
+}
+
+std::vector<uint8_t> read_req(uint64_t cookie, uint64_t addr, uint32_t key, uint32_t len) {
+  std::vector<uint8_t> p;
+  be(p, addr, 8);
+  be(p, key, 4);
+  be(p, len, 4);
+  return frame(2, cookie, p);
+}
+
+void frames(const std::string& name, uint8_t stream, uint8_t piece, const std::vector<std::vector<uint8_t>>& fs) {
+  std::vector<uint8_t> b{stream, piece};
+  for (const auto& f : fs) b.insert(b.end(), f.begin(), f.end());
+  put("frames", name, b);
+}
+
 void put_text(const std::string& harness, const std::string& name, const std::string& text) {
   put(harness, name, std::vector<uint8_t>(text.begin(), text.end()));
 }
@@ -187,5 +219,30 @@ path = "/srv/pub"
   put_text("access", "v6_host", "::1");
   put_text("access", "mapped", "::ffff:10.0.0.0/104");
   put_text("access", "secrets", "# users\nalice:correct horse battery\n\nbob:another-secret\r\n");
+
+  // fuzz_frames: byte 0 the stream, byte 1 the piece size, then frames (framing.h: kind u8,
+  // pad u8, pad u16, length u32, cookie u64, big-endian). The harness's pool is registered at
+  // 0x300000000000 (64 KiB, key 1); its reads outstanding: cookie 1 (100 bytes) and 3 (1) on
+  // stream 0, cookie 2 (4,096) on stream 1.
+  constexpr uint64_t pool = 0x300000000000;
+  frames("message", 0, 3, {frame(1, 0, encoded(OpenOk{1}))});
+  frames("read_served", 0, 255, {read_req(9, pool + 100, 1, 1000), read_req(10, pool, 1, 64 * 1024)});
+  frames("read_refused", 0, 255, {read_req(11, pool - 1, 1, 10), read_req(12, pool, 2, 10), read_req(13, pool + 65535, 1, 2)});
+  frames("replies_0", 0, 7, {frame(3, 1, std::vector<uint8_t>(100, 5)), frame(4, 3, {})});
+  frames("reply_1", 1, 60, {frame(3, 2, std::vector<uint8_t>(4096, 6))});
+  frames("mixed_0", 0, 1, {frame(1, 0, encoded(ChunkDone{{0, 1}})), frame(3, 3, {9}), read_req(14, pool + 8, 1, 8),
+                            frame(4, 1, {}), frame(1, 0, encoded(FileResult{7, 0, 0, 0, 0, ""}))});
+  // Pieces of 103 bytes alternating from stream 1: a reply to cookie 2 begins there, a refusal
+  // of cookie 2 comes on stream 0 (plus a 71-byte message to fill the piece), the reply goes on.
+  {
+    std::vector<uint8_t> b{3, 6};
+    auto reply = frame(3, 2, std::vector<uint8_t>(4096, 7));
+    b.insert(b.end(), reply.begin(), reply.begin() + 103);
+    auto refusal = frame(4, 2, {}), fill = frame(1, 0, std::vector<uint8_t>(71, 1));
+    b.insert(b.end(), refusal.begin(), refusal.end());
+    b.insert(b.end(), fill.begin(), fill.end());
+    b.insert(b.end(), reply.begin() + 103, reply.begin() + 206);
+    put("frames", "refusal_across_streams", b);
+  }
   return 0;
 }

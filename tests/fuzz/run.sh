@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 secs=${1:-60}
 shift || true
 case "$secs" in ''|*[!0-9]*) echo "run.sh: SECONDS must be a number, got '$secs'" >&2; exit 2 ;; esac
-all=(wire hello auth_messages config access)
+all=(wire hello auth_messages config access frames)
 harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
 
@@ -36,7 +36,7 @@ if [ -n "$stale" ]; then
     exit 1
 fi
 
-declare -A max_len=([wire]=4200 [hello]=64 [auth_messages]=256 [config]=8192 [access]=2048)
+declare -A max_len=([wire]=4200 [hello]=64 [auth_messages]=256 [config]=8192 [access]=2048 [frames]=16384)
 work="$dir/fuzz-run"
 rm -rf "$work"
 total=0 failed=0

@@ -247,6 +247,8 @@ TEST_CASE("tcp: a frame that breaks the rules ends the connection, naming what w
       {"a reply on another stream than the request's", true, true, frame(kReadResp, 24, 7, reply24),
        "sent 24 bytes for a read that was not asked for"},
       {"a refusal of a read never asked for", false, false, frame(kReadErr, 0, 99), "refused a read that was not asked for"},
+      {"a refusal on another stream than the request's", true, true, frame(kReadErr, 0, 7),
+       "refused a read that was not asked for"},
       {"an unknown frame kind", false, false, frame(9, 0, 0), "sent an unknown frame kind 9"},
   };
   for (const Case& c : cases) {

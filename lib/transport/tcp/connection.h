@@ -140,6 +140,8 @@ class TcpTransport final : public Transport {
   }
 
  private:
+  // tests/fuzz/fuzz_frames.cc feeds parse() a hostile stream's bytes without a socket.
+  friend struct FrameFeeder;
   // tcp_transport.cc: I/O
   void take_joins();
   void pump();

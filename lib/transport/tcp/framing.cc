@@ -84,8 +84,13 @@ Status TcpTransport::parse(uint32_t i, Stream& s, std::vector<TransportEvent>& e
         break;
       }
       case kReadErr: {
+        // On the stream the request went out on, as its reply must: a refusal
+        // arriving on another stream while the reply is being received into
+        // the scatter list there would free the read under it (found by
+        // fuzz_frames: a heap use-after-free).
         auto it = reads_.find(cookie);
-        if (it == reads_.end()) return make_error(EPROTO, fmt::format("{} refused a read that was not asked for", peer_));
+        if (it == reads_.end() || it->second.stream != i)
+          return make_error(EPROTO, fmt::format("{} refused a read that was not asked for", peer_));
         s.rx_pos += kFrameHeader;
         reads_.erase(it);
         events.push_back(TransportEvent::read_done(cookie, EACCES,
