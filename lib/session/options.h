@@ -46,6 +46,10 @@ struct SessionOptions {
   /// kMaxFilesOpen); each holds an open fd. rcpd sets it from
   /// max_files_per_session for the files it sends.
   uint32_t max_files_open = 256;
+  /// Sink (-H): hard-link groups whose first file's name it keeps until the
+  /// session ends, at most — a lying source's leaders would otherwise grow
+  /// without bound. 4 Mi names; the tests lower it.
+  size_t max_link_groups = size_t{1} << 22;
   const std::atomic<bool>* cancel = nullptr;  ///< set by a signal handler to abort
   /// Progress hook, called on the loop's thread each time a chunk is done
   /// (source: its slot came back; sink: it is verified and written) and when

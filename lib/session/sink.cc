@@ -311,8 +311,8 @@ class Sink {
     const bool follower = fb.link_to != 0 && fb.link_to != fb.file_id;
     PlacedEntry e = tree_.place(fb.name, f.type, f.mode, t_.peer(), IncomingFile{fb.size, fb.mtime_ns, &opt_.rules},
                                 follower);
-    // A directory entry that was placed (its name is clean) carries no data.
-    if (f.is_dir && e.error.empty() && f.size != 0) return proto_error(t_, "directory entry with a size");
+    // (A directory entry carries no data: the decoder admits a size on
+    // regular files only, wire/messages.cc.)
     f.mode = e.mode;
     f.shown = std::move(e.shown);
     f.rel = std::move(e.rel);
@@ -365,8 +365,8 @@ class Sink {
       fail_file(f, fmt::format("refused hard link '{}' from {}: not asked for (-H)", fb.name, t_.peer()));
     if (fb.link_to == fb.file_id && p.hard_links) {
       // Bounded by the files with several links the source sends; their names only.
-      if (leaders_.size() >= kMaxLinkLeaders)
-        return proto_error(t_, fmt::format("more than {} hard-link groups", kMaxLinkLeaders));
+      if (leaders_.size() >= opt_.max_link_groups)
+        return proto_error(t_, fmt::format("more than {} hard-link groups", opt_.max_link_groups));
       leaders_[fb.file_id] = Leader{fb.name, Leader::pending, {}};
     }
     files_.emplace(fb.file_id, std::move(f));
@@ -846,7 +846,6 @@ class Sink {
     enum State { pending, ok, failed } state = pending;
     std::vector<uint32_t> waiting;
   };
-  static constexpr size_t kMaxLinkLeaders = 1u << 22;
 
   struct DirFix {
     std::string rel, shown;

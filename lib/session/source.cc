@@ -304,9 +304,8 @@ class Source {
   }
 
   Status on_deleted(const wire::EntryDeleted& x) {
+    // (Nothing reaches the role after DONE: the loop stops at finished().)
     if (!opt_.deleting) return proto_error(t_, "ENTRY_DELETED in a session without --delete");
-    if (done_) return proto_error(t_, "ENTRY_DELETED after DONE");
-    if (deleted_seen_ == UINT32_MAX) return proto_error(t_, "too many ENTRY_DELETED");
     ++deleted_seen_;
     if (opt_.on_item) opt_.on_item(x.name, x.is_dir ? S_IFDIR : 0, 0, true);
     return {};
@@ -557,7 +556,7 @@ class Source {
   int64_t chunk_seq_ = 0;
   bool finish_sent_ = false;
   bool done_ = false;
-  uint32_t deleted_seen_ = 0;  // ENTRY_DELETEDs received (DONE must count at least these)
+  uint64_t deleted_seen_ = 0;  // ENTRY_DELETEDs received (DONE's u32 count must reach these; 64 bits never wrap)
   uint64_t progress_bytes_ = 0;
   WalkTally tally_;
   Pacer pacer_{opt_};  // --bwlimit

@@ -730,6 +730,26 @@ TEST_CASE("sink: refuses a chunk for an unknown file, after FILE_END, a reused f
     s.send(wire::FileBegin{2, 0, 0644, 0, "g"});
     require_refused(sink.join(), "FILE_BEGIN after FINISH");
   }
+  SUBCASE("FILE_SKIPPED after FINISH") {
+    FakeLink link;
+    ScriptedSource s(link, pattern(kChunk, 15));
+    SinkThread sink(link.b(), dst.str(), options());
+    s.send(wire::FileBegin{1, 10, 0644, 0, "f"});
+    s.send(wire::Finish{});
+    s.send(wire::FileSkipped{EIO, "gone", 0});
+    require_refused(sink.join(), "FILE_SKIPPED after FINISH");
+  }
+  SUBCASE("more hard-link groups than the sink keeps names for") {
+    FakeLink link;
+    ScriptedSource s(link, pattern(kChunk, 15));
+    SessionOptions o = options();
+    o.preserve.hard_links = true;
+    o.max_link_groups = 2;
+    SinkThread sink(link.b(), dst.str(), o);
+    for (uint32_t i = 1; i <= 3; ++i)
+      s.send(wire::FileBegin{i, 10, 0100644, 0, "h" + std::to_string(i), 0, 0, "", "", "", 0, i});
+    require_refused(sink.join(), "more than 2 hard-link groups");
+  }
   SUBCASE("a chunk digest of the wrong length") {
     FakeLink link;
     ScriptedSource s(link, pattern(kChunk, 15));
@@ -1385,6 +1405,31 @@ TEST_CASE("lying sink: STOP_FILE for a file not begun, results that do not fit t
   }
 }
 
+TEST_CASE("lying sink: STOP_FILE for a directory is a protocol error") {
+  TempDir dst;
+  // A directory entry, as a recursive walk sends one (no data, no fd).
+  std::vector<SourceOpener> dir{[] {
+    SourceFile f;
+    f.is_dir = true;
+    f.meta.mode = S_IFDIR | 0755;
+    f.name = f.shown = "d";
+    return Result<SourceFile>(std::move(f));
+  }};
+  FakeLink link;
+  // The sink's answer to the directory's FILE_END becomes a STOP_FILE for it.
+  link.set_hook(Side::b, [&](wire::Message& m, std::vector<wire::Message>& out) {
+    if (auto* r = std::get_if<wire::FileResult>(&m)) {
+      out.push_back(wire::StopFile{r->file_id});
+      return;
+    }
+    out.push_back(m);
+  });
+  SinkThread sink(link.b(), dst.str(), options());
+  Channel ch(link.a());
+  auto r = run_source(ch, dir, options());
+  require_refused(r, "STOP_FILE for a directory");
+}
+
 // ---------------------------------------------------------------- --partial
 
 TEST_CASE("--partial: a cancelled sink keeps .f.rcp-partial with what it verified; without, nothing") {
@@ -1755,6 +1800,17 @@ TEST_CASE("lying source: totals below what it then sends, or below what it sent,
     Copy c = copy(link, {p}, dst.str());
     REQUIRE(lied);
     require_refused(*c.sink, "FILE_BEGIN beyond the announced totals");
+    require_nothing_left(dst, "f");
+  }
+  SUBCASE("final totals, then a FILE_SKIPPED (an entry that failed) beyond them") {
+    TempDir dst;
+    FakeLink link;
+    ScriptedSource s(link, pattern(kChunk, 66));
+    SinkThread sink(link.b(), dst.str(), options());
+    s.send(wire::FileBegin{1, 10, 0644, 0, "f"});
+    s.send(wire::WalkTotals{1, 10, 1});
+    s.send(wire::FileSkipped{EIO, "one more entry, failed", 0});
+    require_refused(sink.join(), "beyond the announced totals");
     require_nothing_left(dst, "f");
   }
   SUBCASE("final totals below what was already begun") {
