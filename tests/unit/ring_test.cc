@@ -10,29 +10,13 @@
 #include <cstring>
 
 #include "io/ring.h"
+#include "tcp_pair.h"
 #include "util/fd.h"
 
 using namespace rcp;
+using rcp::test::tcp_pair;
 
 namespace {
-// A connected TCP pair on loopback (the transport's case: the wake comes from
-// the sender's softirq, not from this ring's own task).
-bool tcp_pair(Fd& a, Fd& b) {
-  Fd l(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sa;
-  if (!l.valid() || ::bind(l.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(l.get(), 1) != 0 ||
-      ::getsockname(l.get(), reinterpret_cast<sockaddr*>(&sa), &len) != 0)
-    return false;
-  a.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!a.valid() || ::connect(a.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) return false;
-  b.reset(::accept4(l.get(), nullptr, nullptr, SOCK_CLOEXEC));
-  int one = 1;
-  ::setsockopt(a.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return b.valid();
-}
 bool readable_now(int fd) {
   pollfd p{fd, POLLIN, 0};
   return ::poll(&p, 1, 0) == 1;

@@ -18,29 +18,16 @@
 
 #include "transport/tcp/connection.h"
 #include "transport/tcp/framing.h"
+#include "tcp_pair.h"
 #include "util/fd.h"
 #include "wire/codec.h"
 #include "wire/messages.h"
 
 using namespace rcp;
+using rcp::test::tcp_pair;
 using namespace rcp::tcp;
 
 namespace {
-
-bool tcp_pair(Fd& a, Fd& b) {
-  Fd l(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sa;
-  if (!l.valid() || ::bind(l.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || ::listen(l.get(), 1) != 0 ||
-      ::getsockname(l.get(), reinterpret_cast<sockaddr*>(&sa), &len) != 0)
-    return false;
-  a.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!a.valid() || ::connect(a.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) return false;
-  b.reset(::accept4(l.get(), nullptr, nullptr, SOCK_CLOEXEC));
-  return b.valid();
-}
 
 std::vector<uint8_t> frame(uint8_t kind, uint32_t len, uint64_t cookie, std::span<const uint8_t> payload = {}) {
   std::vector<uint8_t> f;
