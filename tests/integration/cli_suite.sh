@@ -174,7 +174,9 @@ check "  ... and prints its error once" test "$(grep -c 'verification' "$work/er
 start_daemon "$work/rcpd-full.log" RCP_TEST_FAULT=source-delay-ms=100 --listen "127.0.0.1:$((tport + 4))" --transport tcp --export data="$exp" --max-connections 1
 timeout 60 "$RCP" --transport tcp --chunk-size 64 --tcp-port $((tport + 4)) 127.0.0.1:data/3M "$out/slow" 2>/dev/null &
 cpid=$!
-sleep 0.5
+# It holds the only seat once it writes (a fixed 0.5 s let the second copy in first when the
+# machine was busy with the other suites).
+for _ in $(seq 100); do writing_into "$out" && break; sleep 0.1; done
 expect "a full daemon says it is busy (exit 5)" 5 "busy" timeout 60 "$RCP" --transport tcp --tcp-port $((tport + 4)) "$src/f" 127.0.0.1:data/full
 # Ctrl-C: "rcp: interrupted", exit 20
 sleep 0.2
