@@ -28,6 +28,7 @@ TestFaults parse_test_faults(std::string_view spec) {
     if (k == "rdma-no-standby") f.rdma_no_standby = true;
     if (k == "rdma-standby-every") f.rdma_standby_every = true;
     if (k == "rdma-rail-silent") f.rdma_rail_silent = true;
+    if (k == "rdma-rail-late") f.rdma_rail_late = true;
     if (k == "auth-bad-proof") f.auth_bad_proof = true;
     if (k == "auth-skip") f.auth_skip = true;
     if (k == "zerocopy-local") f.zerocopy_local = true;

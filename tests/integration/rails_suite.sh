@@ -148,7 +148,7 @@ check "a client asking a standby channel on both QPs of rail 2 gets one: the sec
 # gives the rails 5 s and goes on over the first, well inside the daemon's 10 s wait for its
 # first request (before, the join waited 10 s and the daemon dropped the session)
 RCP_TEST_FAULT=rdma-rail-silent "$RCPD" --listen "*:$((port + 7))" --transport rdma \
-  --rails "${RXE_DEV_B:-rxe1},${RXE_DEV_D:-rxe3}" --export d="$work/exp" -v > "$work/d8.log" 2>&1 &
+  --rails "${RXE_DEV_B:-rxe1},${RXE_DEV_D:-rxe3}" --export d="$work/exp" -vv > "$work/d8.log" 2>&1 &
 d8=$!
 for _ in $(seq 100); do grep -q "rcpd: ready" "$work/d8.log" && break; sleep 0.05; done
 timeout 300 "$RCP" --transport rdma -P "$((port + 7))" --rails auto -vv --json "$addr:d/big" "$work/out/silent" \
@@ -163,6 +163,34 @@ check "a rail join never answered: the pull completes over rail ${RXE_DEV_A:-rxe
          grep -q 'left unanswered' '$work/d8.log'" \
   || { sed 's/^/    client: /' "$work/err" | tail -n 5; sed 's/^/    rcpd: /' "$work/d8.log" | tail -n 5; }
 kill -TERM "$d8"; wait "$d8" 2>/dev/null
+# rcpd too: the rail whose queue pairs never joined gets no registration of its pool
+check "rcpd registers its pool on 1 of its 2 rails when the second never joined (-vv)" \
+  sh -c "grep -q 'bytes registered on 1 of 2 rails' '$work/d8.log' && ! grep -q 'registered on 2 of 2' '$work/d8.log' &&
+         ! grep -q 'after its queue pairs joined' '$work/d8.log'" || grep -h "registered" "$work/d8.log" | sed 's/^/    rcpd: /'
+# queue pairs rcpd picks up after it registered its pool (RCP_TEST_FAULT rdma-rail-late: it
+# registers on its first rail only, as if the others' joins came later): it registers on them
+# then and, for a pull, sends their rkeys (RAIL_KEYS) — the client goes on to read over both
+# rails; for a push, rcpd itself reads over both
+RCP_TEST_FAULT=rdma-rail-late "$RCPD" --listen "*:$((port + 8))" --transport rdma \
+  --rails "${RXE_DEV_B:-rxe1},${RXE_DEV_D:-rxe3}" --export d="$work/exp" -vv > "$work/d9.log" 2>&1 &
+d9=$!
+for _ in $(seq 100); do grep -q "rcpd: ready" "$work/d9.log" && break; sleep 0.05; done
+timeout 300 "$RCP" --transport rdma -P "$((port + 8))" --rails auto --json "$addr:d/big" "$work/out/late" \
+  > "$work/late.json" 2> "$work/err"; rc=$?
+b2=$(rail_field "$work/late.json" "${RXE_DEV_C:-rxe2}" bytes)
+check "rcpd registering on its second rail after the pull began: the client reads over it too (rxe2 $b2 bytes; exit $rc)" \
+  sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/late' && [ '$b2' -gt 0 ] 2>/dev/null &&
+         grep -q 'bytes registered on 1 of 2 rails' '$work/d9.log' &&
+         grep -q 'bytes registered on rail 2 (${RXE_DEV_D:-rxe3}) after its queue pairs joined' '$work/d9.log'" \
+  || grep -h "registered" "$work/d9.log" | sed 's/^/    rcpd: /'
+timeout 300 "$RCP" --transport rdma -P "$((port + 8))" --rails auto "$work/src" "$addr:d/late-pushed" 2> "$work/err"; rc=$?
+sleep 0.5
+kill -TERM "$d9"; wait "$d9" 2>/dev/null
+check "the same for a push: rcpd reads over its second rail once registered there (exit $rc)" \
+  sh -c "[ $rc = 0 ] && cmp -s '$work/src' '$work/exp/late-pushed' &&
+         [ \$(grep -c 'after its queue pairs joined' '$work/d9.log') -ge 2 ] &&
+         grep -q 'rail ${RXE_DEV_D:-rxe3} to .*: [1-9][0-9]* bytes read' '$work/d9.log'" \
+  || grep -h "registered\|bytes read" "$work/d9.log" | sed 's/^/    rcpd: /'
 # --- --rails naming devices: only those
 rcp --rails "${RXE_DEV_A:-rxe0}" --json "$addr:d/big" "$work/out/one" > "$work/one.json" 2> "$work/err"; rc=$?
 check "--rails ${RXE_DEV_A:-rxe0} alone: one rail, byte-identical (exit $rc)" \

@@ -29,8 +29,10 @@ TEST_CASE("test faults: the rail switches are flags, off unless named") {
   CHECK_FALSE(none.rdma_no_standby);
   CHECK_FALSE(none.rdma_standby_every);
   CHECK_FALSE(none.rdma_rail_silent);
-  auto f = parse_test_faults("rdma-rail-silent,rdma-standby-every,rdma-no-standby,rdma-moved-lie");
+  CHECK_FALSE(none.rdma_rail_late);
+  auto f = parse_test_faults("rdma-rail-silent,rdma-standby-every,rdma-no-standby,rdma-moved-lie,rdma-rail-late");
   CHECK(f.rdma_rail_silent);
+  CHECK(f.rdma_rail_late);
   CHECK(f.rdma_standby_every);
   CHECK(f.rdma_no_standby);
   CHECK(f.rdma_moved_lie);

@@ -198,82 +198,6 @@ std::string Connection::describe() const {
                      caps_.name, lanes_.size(), lanes_.size() == 1 ? "" : "s", neg_.rd_atomic, q_.read_wrs, q_.sge);
 }
 
-Result<uint32_t> Connection::register_memory(void* base, size_t len, bool remote_read) {
-  if (len > caps_.max_mr_size)
-    return make_error(EINVAL, fmt::format("{}: buffer pool of {} bytes exceeds max_mr_size {}", caps_.name, len, caps_.max_mr_size));
-  int access = IBV_ACCESS_LOCAL_WRITE;
-  if (remote_read) access |= IBV_ACCESS_REMOTE_READ;
-  if (!remote_read && caps_.iwarp) access |= IBV_ACCESS_REMOTE_WRITE;  // iWARP READ sinks need it
-  // Every rail registers the same memory on its own PD, all at once: one
-  // thread per extra rail, rail 0 on this one. A registration pins the
-  // pages and fills the device's translation table (milliseconds per
-  // 16 MiB pool on soft-RoCE, more with bigger pools); in parallel N rails
-  // take about one registration's time instead of N.
-  const auto t0 = std::chrono::steady_clock::now();
-  const size_t n = rails_.size() + 1;
-  // A rail left out (no queue pair joined) or dropped carries no READ: its
-  // registration would only pin the pool once more on a device unused.
-  auto wanted = [&](size_t i) { return i == 0 || rails_[i - 1]->failed.empty(); };
-  std::vector<ibv_mr*> got(n, nullptr);
-  std::vector<int> err(n, 0);
-  auto reg = [&](size_t i) {
-    ibv_pd* pd = i == 0 ? pd_.get() : rails_[i - 1]->pd.get();
-    got[i] = ibv_reg_mr(pd, base, len, access);
-    if (!got[i]) err[i] = errno;
-  };
-  {
-    std::vector<std::thread> threads;
-    for (size_t i = 1; i < n; ++i) {
-      if (!wanted(i)) continue;
-      try {
-        threads.emplace_back(reg, i);
-      } catch (const std::system_error&) {
-        reg(i);  // no thread to be had: register it here, after the others started
-      }
-    }
-    reg(0);
-    for (auto& t : threads) t.join();
-  }
-  // Own every registration first, so a failure releases those that worked.
-  std::vector<Mr> mrs;
-  for (ibv_mr* m : got) mrs.emplace_back(m);
-  size_t registered = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (mrs[i] || !wanted(i)) {
-      registered += mrs[i] ? 1 : 0;
-      continue;
-    }
-    if (i == 0) return make_error(err[0], fmt::format("ibv_reg_mr of {} bytes on {} (check `ulimit -l`)", len, caps_.name));
-    return make_error(err[i], fmt::format("ibv_reg_mr of {} bytes on {} (rail {})", len, rails_[i - 1]->caps.name, i));
-  }
-  const uint32_t key = remote_read ? mrs[0]->rkey : mrs[0]->lkey;
-  if (!remote_read) sink_lkey_ = mrs[0]->lkey;
-  mrs_.emplace(key, std::move(mrs[0]));
-  if (rails_.empty()) return key;
-  log_debug("{}: {} bytes registered on {} of {} rails in parallel in {:.1f} ms", caps_.name, len, registered, n,
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  wire::RailKeys rk{key, {}};
-  for (size_t i = 1; i < n; ++i) {
-    if (!mrs[i]) continue;
-    Rail& r = *rails_[i - 1];
-    if (!remote_read) {
-      r.sink_lkey = mrs[i]->lkey;
-      r.sink_registered = true;
-    }
-    rk.rkeys.push_back({r.index, mrs[i]->rkey});
-    r.mrs.emplace(key, std::move(mrs[i]));
-  }
-  // The peer reads this memory over our other rails with these rkeys; the
-  // message precedes every message quoting the key on the control QP.
-  if (remote_read) RCP_TRY(queue_control(wire::encode_rail_keys(rk)));
-  return key;
-}
-
-void Connection::deregister_memory(uint32_t key) {
-  for (auto& r : rails_) r->mrs.erase(key);
-  mrs_.erase(key);
-}
-
 Status Connection::queue_rail_stats() {
   std::vector<wire::RailCount> now;
   bool busy = false;
@@ -321,18 +245,6 @@ Status Connection::read(uint64_t cookie, uint32_t rkey, std::span<const ReadWr> 
   Status st = lanes_.post(cookie, rkey, keys, wrs, peer_name_, qp_failed);
   if (qp_failed) failed_ = true;
   return st;
-}
-
-std::array<RailKeyPair, kMaxLaneRails> Connection::keys_for(uint32_t rkey0) const {
-  std::array<RailKeyPair, kMaxLaneRails> k{};
-  k[0] = {rkey0, sink_lkey_, true};
-  auto it = peer_keys_.find(rkey0);
-  for (size_t i = 0; i < rails_.size() && i + 1 < k.size(); ++i) {
-    const Rail& r = *rails_[i];
-    if (it == peer_keys_.end() || !r.sink_registered || r.index >= wire::kMaxRails) continue;
-    if (const auto& rk = it->second[r.index]) k[i + 1] = {*rk, r.sink_lkey, true};
-  }
-  return k;
 }
 
 uint32_t Connection::read_capacity() const {
@@ -724,6 +636,10 @@ Status Connection::poll(std::vector<TransportEvent>& events) {
   // the peer hung up (say, its error report) is delivered before the close.
   poll_cm(events);
   if (!ctl_lost_.empty()) close_with(events, ctl_lost_);
+  if (rail_regs_due_ && !closed_) {
+    Status st = register_late_rails();
+    if (!st.ok()) close_with(events, st.error().message());
+  }
   if (!closed_) {
     Status st = flush();
     if (!st.ok()) close_with(events, st.error().message());
@@ -791,6 +707,7 @@ void Connection::take_joins() {
     if (j.rail > 0 && j.rail <= rails_.size() && rails_[j.rail - 1]->peer.empty())
       rails_[j.rail - 1]->peer = sockaddr_string(rdma_get_peer_addr(j.id.get()));
     lanes_.add(std::move(j.id), j.rd_atomic, false, j.rail <= rails_.size() ? j.rail : 0);
+    if (j.rail > 0 && j.rail <= rails_.size() && !regs_.empty()) rail_regs_due_ = true;
     if (j.ctrl) add_standby(j.rail, lanes_.size() - 1, std::move(j.ctrl));
     log_debug("{}: queue pair {} joined", peer_name_, lanes_.size());
   }

@@ -132,6 +132,13 @@ class Connection final : public Transport {
   Status queue_rail_stats();
   /// Keys of every rail for a READ under the engine's rkey.
   std::array<RailKeyPair, kMaxLaneRails> keys_for(uint32_t rkey0) const;
+  /// Rail r (1..) has a queue pair of this session.
+  bool rail_joined(size_t r) const;
+  /// Keeps rail r's registration of memory `key` and adds its rkey to `announce`.
+  void keep_rail_mr(Rail& r, uint32_t key, Mr mr, bool remote_read, wire::RailKeys& announce);
+  /// Registers the session's memory on the rails whose queue pairs joined
+  /// after it was registered (connection_memory.cc); RAIL_KEYS for those the peer reads.
+  Status register_late_rails();
   /// Daemon side: adopts the queue pairs the listener accepted meanwhile.
   void take_joins();
   void poll_cm(std::vector<TransportEvent>& events);
@@ -148,6 +155,14 @@ class Connection final : public Transport {
   Cq cq_;
   ControlChannel ctrl_;
   std::map<uint32_t, Mr> mrs_;
+  /// What each registration covers (by rail 0's key), for rails that join later.
+  struct Registration {
+    void* base = nullptr;
+    size_t len = 0;
+    bool remote_read = false;
+  };
+  std::map<uint32_t, Registration> regs_;
+  bool rail_regs_due_ = false;  ///< a rail standing may still need registrations
   std::vector<std::unique_ptr<Rail>> rails_;  ///< rails 1.. (after mrs_: their QPs, in lanes_, die first)
   /// The rails' standby control channels (one per rail, on its first QP;
   /// after rails_: their registrations go before the rails' PDs, and their
