@@ -29,8 +29,9 @@ int access_for(bool remote_read, bool iwarp) {
 }  // namespace
 
 bool Connection::rail_joined(size_t r) const {
+  // (A queue pair whose join the client gave up on goes away: it carries nothing.)
   for (size_t i = 0; i < lanes_.size(); ++i)
-    if (lanes_[i].rail == r) return true;
+    if (lanes_[i].rail == r && !lanes_[i].disconnected) return true;
   return false;
 }
 
