@@ -326,7 +326,7 @@ Status read_body(Reader& r, ChunkReady& c) {
 Status read_body(Reader& r, ChunkDone& c) {
   const uint16_t n = r.u16();
   if (n > kMaxDoneBatch) return proto(fmt::format("CHUNK_DONE with {} slots (limit {})", n, kMaxDoneBatch));
-  if (r.remaining() < size_t{n} * 4) return proto("truncated CHUNK_DONE");
+  // (n bounds the reservation; a short body fails the reads: "truncated CHUNK_DONE message")
   c.slots.reserve(n);
   for (uint16_t i = 0; i < n; ++i) c.slots.push_back(r.u32());
   return {};
@@ -510,8 +510,7 @@ Result<Hello> decode_hello(std::span<const uint8_t> buf) {
   h.qps = r.u16();
   h.max_chunk = r.u32();
   h.ctrl_msg_size = r.u32();
-  h.flags = r.u32();
-  if (!r.ok()) return proto("truncated hello");
+  h.flags = r.u32();  // (32 bytes read, and buf holds kHelloSize = 32 or more: no read fails)
   // One buffer would leave the peer no credit to send data with (the last
   // credit is kept for credit grants), so 2 is the least that works.
   if (h.ctrl_depth < 2) return proto(fmt::format("hello announces {} control receive buffers (need 2 or more)", h.ctrl_depth));
@@ -534,8 +533,7 @@ Result<uint64_t> decode_hello_token(std::span<const uint8_t> buf) {
   if (buf.size() < kHelloTokenSize)
     return proto(fmt::format("hello announces a session token but holds only {} bytes", buf.size()));
   Reader r(buf.subspan(kHelloSize, kTokenSize));
-  const uint64_t token = r.u64();
-  if (!r.ok()) return proto("truncated session token");
+  const uint64_t token = r.u64();  // (kHelloTokenSize = kHelloSize + kTokenSize bytes are there)
   if (token == 0) return proto("session token 0");
   return token;
 }

@@ -119,7 +119,9 @@ TEST_CASE("auth messages: every truncation and any trailing byte is refused") {
     }
     Bytes longer = good;
     longer.push_back(0);
-    CHECK_FALSE(decode_auth(longer).ok());  // length field disagrees
+    auto disagree = decode_auth(longer);  // length field disagrees with the bytes received
+    REQUIRE_FALSE(disagree.ok());
+    CHECK_MESSAGE(disagree.error().context.find("does not match") != std::string::npos, disagree.error().context);
     set_len(longer, static_cast<uint32_t>(longer.size() - kHeaderSize));
     auto d = decode_auth(longer);
     REQUIRE_FALSE(d.ok());

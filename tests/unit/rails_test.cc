@@ -174,12 +174,21 @@ TEST_CASE("RAIL_KEYS: round trip and every lie refused") {
   bad(RailKeys{1, {{0, 1}}}, "names rail 0");
   bad(RailKeys{1, {{4, 1}}}, "names rail 4");
   bad(RailKeys{1, {{2, 1}, {2, 5}}}, "twice");
+  // the length field no longer matches the bytes received (a message cut or padded in transit)
+  auto mismatch = [](const Result<RailKeys>& r) {
+    REQUIRE_FALSE(r.ok());
+    CHECK_MESSAGE(r.error().context.find("does not match") != std::string::npos, r.error().context);
+  };
   Bytes longer = b;
   longer.push_back(0);
-  CHECK_FALSE(decode_rail_keys(longer).ok());  // length field no longer matches
+  mismatch(decode_rail_keys(longer));
   Bytes shorter = b;
   shorter.pop_back();
-  CHECK_FALSE(decode_rail_keys(shorter).ok());
+  mismatch(decode_rail_keys(shorter));
+  // another message handed to this decoder
+  auto other = decode_rail_keys(encode_rail_stats(std::vector<RailCount>{{0, 1, 1}}));
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.error().context.find("not a RAIL_KEYS message") != std::string::npos);
   // a length that claims one more key than is there
   Bytes lying = b;
   lying[kHeaderSize + 4] = 3;
@@ -222,12 +231,19 @@ TEST_CASE("RAIL_STATS: round trip and every lie refused") {
   bad({{1, 1, 1}, {1, 2, 2}}, "twice");
   bad({{0, 3, 4}}, "4 chunks in 3 bytes");
   CHECK(decode_rail_stats(encode_rail_stats(std::vector<RailCount>{{0, 0, 0}, {1, 1, 1}, {2, 5, 1}, {3, 9, 9}})).ok());
+  auto mismatch = [](const Result<std::vector<RailCount>>& r) {
+    REQUIRE_FALSE(r.ok());
+    CHECK_MESSAGE(r.error().context.find("does not match") != std::string::npos, r.error().context);
+  };
   Bytes longer = b;
   longer.push_back(0);
-  CHECK_FALSE(decode_rail_stats(longer).ok());
+  mismatch(decode_rail_stats(longer));
   Bytes shorter = b;
   shorter.pop_back();
-  CHECK_FALSE(decode_rail_stats(shorter).ok());
+  mismatch(decode_rail_stats(shorter));
+  auto other = decode_rail_stats(encode_rail_keys(RailKeys{1, {{1, 1}}}));
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.error().context.find("not a RAIL_STATS message") != std::string::npos);
   // a count that claims one more rail than is there
   Bytes lying = b;
   lying[kHeaderSize] = 3;
@@ -361,4 +377,10 @@ TEST_CASE("CONTROL_MOVED: round trip; any other length refused; the engine never
   lying_len[kHeaderSize - 1] = 4;  // says 4 bytes, carries 8
   CHECK_FALSE(decode_control_moved(lying_len).ok());
   CHECK_FALSE(decode_control_moved(encode_rail_stats(std::vector<RailCount>{{0, 1, 1}})).ok());
+  // another type with the same 8-byte body is not taken for one
+  Bytes other = b;
+  other[7] = static_cast<uint8_t>(other[7] + 1);
+  auto o = decode_control_moved(other);
+  REQUIRE_FALSE(o.ok());
+  CHECK(o.error().context.find("not a CONTROL_MOVED message") != std::string::npos);
 }

@@ -842,6 +842,22 @@ TEST_CASE("MODULE_LIST is bounded: count, name length, whole size") {
   // a count above the limit on the wire is refused before anything is read
   Bytes payload{0, 0xFF, 0xFF};
   expect_proto_error(frame(static_cast<uint16_t>(MsgType::module_list), payload), "MODULE_LIST");
+  // ... even when the entries are all there (well inside kMaxMessage)
+  auto listing = [](size_t n) {
+    Bytes p;
+    Writer w(p);
+    w.u8(0);
+    w.u16(static_cast<uint16_t>(n));
+    for (size_t i = 0; i < n; ++i) {
+      w.str("m");
+      w.str("");
+    }
+    return frame(static_cast<uint16_t>(MsgType::module_list), p);
+  };
+  auto fits = decode(listing(kMaxModules));
+  REQUIRE(fits.ok());
+  CHECK(std::get<ModuleList>(*fits).modules.size() == kMaxModules);
+  expect_proto_error(listing(kMaxModules + 1), "(limit 64)");
 }
 
 TEST_CASE("CHUNK_DONE slot count is bounded") {
@@ -984,7 +1000,9 @@ TEST_CASE("decode_hello accepts padding and refuses short or foreign hellos") {
   SUBCASE("short") {
     for (size_t n = 0; n < kHelloSize; ++n) {
       CAPTURE(n);
-      CHECK_FALSE(decode_hello(std::span<const uint8_t>(b.data(), n)).ok());
+      auto r = decode_hello(std::span<const uint8_t>(b.data(), n));
+      REQUIRE_FALSE(r.ok());
+      CHECK_MESSAGE(contains(r.error().context, "hello too short"), r.error().context);
     }
   }
   SUBCASE("size field below 32") {
