@@ -6,11 +6,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <dirent.h>
-
-#include <algorithm>
-#include <vector>
-
 namespace rcp {
 
 Result<std::string> clean_relative(std::string_view path) {
@@ -92,103 +87,6 @@ Result<Fd> make_dirs_beneath(int root_fd, std::string_view rel, unsigned mode, b
     i = j + 1;
   }
   return cur;
-}
-
-namespace {
-
-struct Walk {
-  int root_fd;
-  const WalkOptions& opt;
-  std::vector<TreeEntry>& out;
-  std::vector<std::string>& skipped;
-  std::vector<std::pair<dev_t, ino_t>> ancestors;  // directories being walked (-L loops)
-};
-
-/// What a symlink at `rel` (name n in dir_fd) names, followed (-L).
-bool follow(const Walk& w, int dir_fd, const std::string& n, const std::string& rel, struct stat& st) {
-  if (!w.opt.beneath) return ::fstatat(dir_fd, n.c_str(), &st, 0) == 0;
-  auto fd = open_beneath(w.root_fd, rel, O_PATH);
-  return fd.ok() && ::fstat(fd->get(), &st) == 0;
-}
-
-Status walk_into(Walk& w, int dir_fd, const std::string& prefix, int depth) {
-  if (depth > 256) return make_error(ELOOP, "'" + prefix + "': directory tree deeper than 256 levels");
-  int dup_fd = ::dup(dir_fd);
-  if (dup_fd < 0) return sys_error("dup");
-  DIR* d = ::fdopendir(dup_fd);
-  if (!d) {
-    ::close(dup_fd);
-    return sys_error("opendir '" + prefix + "'");
-  }
-  std::vector<std::pair<std::string, unsigned char>> names;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != "..") names.emplace_back(std::move(n), e->d_type);
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
-  for (const auto& [n, type] : names) {
-    const std::string rel = prefix.empty() ? n : prefix + "/" + n;
-    // A regular file needs no stat here: whoever sends it opens it and takes
-    // size and mode from fstat on that fd (which also catches a file replaced
-    // in between). Trusting d_type saves one syscall per file; file systems
-    // that do not fill it in (DT_UNKNOWN) get the stat.
-    if (type == DT_REG) {
-      w.out.push_back({rel, false, 0, S_IFREG});
-      continue;
-    }
-    struct stat st;
-    if (::fstatat(dir_fd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return sys_error("stat '" + rel + "'");
-    bool followed = false;
-    if (S_ISLNK(st.st_mode) && w.opt.copy_links) {
-      if (!follow(w, dir_fd, n, rel, st)) {
-        w.skipped.push_back(rel);  // dangling, or (in an export) leading outside it
-        continue;
-      }
-      followed = true;
-    }
-    const unsigned t = st.st_mode & S_IFMT;
-    if (S_ISREG(st.st_mode)) {
-      w.out.push_back({rel, false, st.st_mode & 0777u, S_IFREG});
-    } else if (S_ISDIR(st.st_mode)) {
-      if (std::find(w.ancestors.begin(), w.ancestors.end(), std::make_pair(st.st_dev, st.st_ino)) != w.ancestors.end()) {
-        w.skipped.push_back(rel);  // a followed symlink back into its own tree
-        continue;
-      }
-      w.out.push_back({rel, true, st.st_mode & 07777u, S_IFDIR, st.st_mtim.tv_sec * int64_t{1000000000} + st.st_mtim.tv_nsec,
-                       st.st_uid, st.st_gid});
-      Result<Fd> sub = make_error(EINVAL, "");
-      if (!followed) {
-        sub = open_beneath(dir_fd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-      } else if (w.opt.beneath) {
-        sub = open_beneath(w.root_fd, rel, O_RDONLY | O_DIRECTORY);
-      } else {
-        const int fd = ::openat(dir_fd, n.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        sub = fd >= 0 ? Result<Fd>(Fd(fd)) : Result<Fd>(sys_error("'" + rel + "'"));
-      }
-      if (!sub.ok()) return sub.error();
-      w.ancestors.emplace_back(st.st_dev, st.st_ino);
-      RCP_TRY(walk_into(w, sub->get(), rel, depth + 1));
-      w.ancestors.pop_back();
-    } else if ((t == S_IFLNK && w.opt.links) || ((t == S_IFCHR || t == S_IFBLK) && w.opt.devices) ||
-               ((t == S_IFIFO || t == S_IFSOCK) && w.opt.specials)) {
-      w.out.push_back({rel, false, st.st_mode & 07777u, t});
-    } else {
-      w.skipped.push_back(rel);
-    }
-  }
-  return {};
-}
-
-}  // namespace
-
-Result<std::vector<TreeEntry>> walk_tree(int dir_fd, std::vector<std::string>& skipped, const WalkOptions& opt) {
-  std::vector<TreeEntry> out;
-  Walk w{dir_fd, opt, out, skipped, {}};
-  struct stat st;
-  if (::fstat(dir_fd, &st) == 0) w.ancestors.emplace_back(st.st_dev, st.st_ino);
-  RCP_TRY(walk_into(w, dir_fd, "", 0));
-  return out;
 }
 
 }  // namespace rcp

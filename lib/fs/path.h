@@ -40,15 +40,6 @@ Result<Fd> open_beneath(int root_fd, std::string_view rel, int flags, unsigned m
 /// given) says whether the last component was created by this call.
 Result<Fd> make_dirs_beneath(int root_fd, std::string_view rel, unsigned mode = 0755, bool* made_last = nullptr);
 
-/// One entry of a directory tree, relative to the walked directory.
-struct TreeEntry {
-  std::string rel;
-  bool is_dir = false;
-  unsigned mode = 0;  ///< permission bits of a directory; 0 for a file (read its mode when opening it)
-  unsigned type = 0;  ///< S_IFMT bits: S_IFREG, S_IFDIR, S_IFLNK (with links), a special (with devices/specials)
-  int64_t mtime_ns = 0;       ///< a directory's mtime (others are stat'ed when their turn comes)
-  uint32_t uid = 0, gid = 0;  ///< a directory's owner and group
-};
 /// What a walk sends besides regular files and directories.
 struct WalkOptions {
   bool links = false;       ///< symlinks are entries (not followed)
@@ -57,9 +48,5 @@ struct WalkOptions {
   bool specials = false;    ///< FIFOs and sockets are entries
   bool beneath = true;      ///< with copy_links: a followed symlink must resolve beneath the walked directory
 };
-/// Lists the tree under dir_fd (parents before children, names sorted):
-/// regular files and directories, and what `opt` adds. Anything else is
-/// not followed; its path is appended to `skipped`.
-Result<std::vector<TreeEntry>> walk_tree(int dir_fd, std::vector<std::string>& skipped, const WalkOptions& opt = {});
 
 }  // namespace rcp

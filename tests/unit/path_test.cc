@@ -536,19 +536,3 @@ TEST_CASE("make_dirs_beneath creates nested directories and never follows a link
   CHECK_FALSE(make_dirs_beneath(t.root_fd, "/abs").ok());
   CHECK_FALSE(make_dirs_beneath(t.root_fd, "file.txt/x").ok());  // a file in the way
 }
-
-TEST_CASE("walk_tree lists files and directories, parents first, and skips symlinks") {
-  Tree t;
-  std::vector<std::string> skipped;
-  auto w = walk_tree(t.root_fd, skipped);
-  REQUIRE(w.ok());
-  std::vector<std::string> rels;
-  for (auto& e : w.value()) rels.push_back(e.rel + (e.is_dir ? "/" : ""));
-  CHECK(std::find(rels.begin(), rels.end(), "sub/") != rels.end());
-  CHECK(std::find(rels.begin(), rels.end(), "sub/file.txt") != rels.end());
-  CHECK(std::find(rels.begin(), rels.end(), std::string(kUtf8Name)) != rels.end());
-  CHECK(std::find(rels.begin(), rels.end(), "sub/") < std::find(rels.begin(), rels.end(), "sub/file.txt"));
-  for (auto& r : rels) CHECK(r.find("link") == std::string::npos);
-  CHECK(std::find(skipped.begin(), skipped.end(), "link_dir_out") != skipped.end());
-  CHECK(std::find(skipped.begin(), skipped.end(), "sub/link_up_in") != skipped.end());
-}
