@@ -157,10 +157,10 @@ void Pruner::remove_entry(int dir_fd, const std::string& dir_rel, const std::str
       error(fmt::format("delete '{}': {}", rel, std::strerror(errno)));
     return;
   }
-  if (Status s = remove_tree(dir_fd, name, rel, 0); !s.ok()) error("delete " + s.error().message());
+  if (auto s = remove_tree(dir_fd, name, rel, 0); !s.ok()) error("delete " + s.error().message());
 }
 
-Status Pruner::remove_tree(int parent_fd, const std::string& name, const std::string& rel, int depth) {
+Result<bool> Pruner::remove_tree(int parent_fd, const std::string& name, const std::string& rel, int depth) {
   if (depth >= kMaxPruneDepth) return make_error(ELOOP, fmt::format("'{}': deeper than {} levels", rel, kMaxPruneDepth));
   RCP_ASSIGN(Fd d, open_dir_nofollow(parent_fd, name));
   RCP_ASSIGN(auto names, list_dir(d.get(), rel));
@@ -175,10 +175,9 @@ Status Pruner::remove_tree(int parent_fd, const std::string& name, const std::st
       continue;
     }
     if (is_dir) {
-      if (Status s = remove_tree(d.get(), n, sub, depth + 1); !s.ok()) {
-        error("delete " + s.error().message());
-        kept = true;
-      }
+      auto gone = remove_tree(d.get(), n, sub, depth + 1);
+      if (!gone.ok()) error("delete " + gone.error().message());
+      if (!gone.ok() || !*gone) kept = true;
     } else if (opt_.dry_run || ::unlinkat(d.get(), n.c_str(), 0) == 0) {
       removed(sub, false);
     } else {
@@ -186,10 +185,10 @@ Status Pruner::remove_tree(int parent_fd, const std::string& name, const std::st
       kept = true;
     }
   }
-  if (kept) return {};  // rsync leaves a directory that still holds protected entries
+  if (kept) return false;  // rsync leaves a directory that still holds protected entries
   if (!opt_.dry_run && ::unlinkat(parent_fd, name.c_str(), AT_REMOVEDIR) != 0) return sys_error("'" + rel + "'");
   removed(rel, true);
-  return {};
+  return true;
 }
 
 void Pruner::error(std::string line) {

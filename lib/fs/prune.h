@@ -69,7 +69,10 @@ class Pruner {
   };
   void complete(Frame& f);
   void remove_entry(int dir_fd, const std::string& dir_rel, const std::string& name);
-  Status remove_tree(int parent_fd, const std::string& name, const std::string& rel, int depth);
+  /// Removes directory `name` and what it holds; false when it stays
+  /// because it still holds something (a protected entry, or one a deeper
+  /// failure left): its parents then stay too, without an error of their own.
+  Result<bool> remove_tree(int parent_fd, const std::string& name, const std::string& rel, int depth);
   void error(std::string line);
 
   int dest_fd_;

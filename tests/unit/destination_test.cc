@@ -344,3 +344,30 @@ TEST_CASE("a destination the resolve made is fresh: its first tree looks nothing
     }
   }
 }
+
+TEST_CASE("a tree deeper than 256 levels is refused, naming where (each level holds a directory open)") {
+  Scratch s;
+  auto build = [&](const std::string& top, int levels) {
+    std::string rel = top;
+    for (int i = 0; i < levels; ++i) rel += "/d";
+    s.file(rel + "/f");
+  };
+  build("ok", 255);    // the root and 255 directories beneath it: 256 open at the bottom
+  build("deep", 256);  // one more
+  auto walk = [&](const std::string& top) -> Status {
+    ExpandOptions eo;
+    eo.recursive = true;
+    auto src = expand_source(AT_FDCWD, s.at(top), top, eo);
+    if (!src.ok()) return src.error();
+    for (auto& op : drain(src->files)) {
+      auto f = op();
+      if (!f.ok()) return f.error();
+    }
+    return {};
+  };
+  CHECK(walk("ok").ok());
+  Status deep = walk("deep");
+  REQUIRE_FALSE(deep.ok());
+  CHECK(deep.error().code == ELOOP);
+  CHECK_MESSAGE(deep.error().message().find("deeper than 256 levels") != std::string::npos, deep.error().message());
+}

@@ -150,6 +150,8 @@ TEST_CASE("--delete leaves temp files of files in flight, and a directory holdin
   t.file("dest/d/.huge.rcp-partial");
   t.file("dest/d/olddir/x.bak");
   t.file("dest/d/olddir/y");
+  t.file("dest/d/old2/deeper/z.bak");  // two levels down: neither directory is an error
+  t.file("dest/d/old2/deeper/w");
   Fd d = t.dest();
   PruneOptions po;
   FilterList fl;
@@ -162,6 +164,9 @@ TEST_CASE("--delete leaves temp files of files in flight, and a directory holdin
   CHECK(t.has("dest/d/.huge.rcp-partial"));  // what a --partial rerun resumes from
   CHECK(t.has("dest/d/olddir/x.bak"));
   CHECK_FALSE(t.has("dest/d/olddir/y"));
+  CHECK(t.has("dest/d/old2/deeper/z.bak"));
+  CHECK_FALSE(t.has("dest/d/old2/deeper/w"));
+  CHECK_MESSAGE(p.errors().empty(), p.errors().front());
 }
 
 TEST_CASE("a pull of many sources accepts each one's name, and nothing else") {
@@ -222,4 +227,21 @@ TEST_CASE("--files-from: lines cleaned, blank ones skipped, '..' refused naming 
   write(std::string(9000, 'x'));
   CHECK(read_all(false).back().find("too long") != std::string::npos);
   CHECK_FALSE(PathList::open(t.at("nope"), false).ok());
+}
+
+TEST_CASE("--delete stops 256 levels down, naming where, and keeps what it could not reach") {
+  Tree t;
+  std::string rel = "dest/src/gone";
+  for (int i = 0; i < 256; ++i) rel += "/d";
+  t.file(rel + "/x");
+  t.file("dest/src/extra");
+  Fd d = t.dest();
+  Pruner p(d.get(), PruneOptions{});
+  p.saw("src", true);
+  p.finish();
+  CHECK_FALSE(t.has("dest/src/extra"));  // the rest is still pruned
+  REQUIRE(p.errors().size() == 1);
+  CHECK_MESSAGE(p.errors()[0].find("deeper than 256 levels") != std::string::npos, p.errors()[0]);
+  CHECK(t.has(rel + "/x"));
+  CHECK(t.has("dest/src/gone"));  // it still holds what was not reached
 }
