@@ -42,6 +42,7 @@
 #include "transport/connect.h"
 #include "util/cpus.h"
 #include "util/log.h"
+#include "util/test_faults.h"
 
 namespace {
 
@@ -360,8 +361,11 @@ struct Run {
   Result<std::optional<std::array<uint8_t, 32>>> authenticate(Channel& ch, const cli::Address& a) {
     if (secret.empty()) return std::optional<std::array<uint8_t, 32>>{};
     const std::string& user = a.user.empty() ? default_user : a.user;
+    // Test-only fault switch: authenticate for another module than the one
+    // opened next (a lying client; rcpd must refuse the OPEN).
+    const std::string& module = test_faults().auth_module.empty() ? a.module : test_faults().auth_module;
     RCP_ASSIGN(auth::SessionKeys keys,
-               client_authenticate(ch, user, a.module,
+               client_authenticate(ch, user, module,
                                    {reinterpret_cast<const uint8_t*>(secret.data()), secret.size()}, 30000, &g_cancel));
     return std::optional<std::array<uint8_t, 32>>{keys.data};
   }
@@ -435,7 +439,11 @@ struct Run {
   Result<wire::Message> open(Channel& ch, wire::Open msg, int timeout_ms) {
     msg.checksum = algo;
     msg.preserve = o.preserve.bits();
-    RCP_TRY(ch.send(msg));
+    // Test-only fault switch: after authenticating, anything but OPEN (a lying client).
+    if (test_faults().auth_then_done && !secret.empty())
+      RCP_TRY(ch.send(wire::Done{}));
+    else
+      RCP_TRY(ch.send(msg));
     auto m = ch.receive(timeout_ms, &g_cancel);
     if (!m.ok()) {
       // The daemon's refusal comes back as "PEER: why"; the message already

@@ -31,6 +31,8 @@ TestFaults parse_test_faults(std::string_view spec) {
     if (k == "rdma-rail-late") f.rdma_rail_late = true;
     if (k == "auth-bad-proof") f.auth_bad_proof = true;
     if (k == "auth-skip") f.auth_skip = true;
+    if (k == "auth-module" && eq != std::string::npos) f.auth_module = item.substr(eq + 1);
+    if (k == "auth-then-done") f.auth_then_done = true;
     if (k == "zerocopy-local") f.zerocopy_local = true;
     i = j + 1;
   }

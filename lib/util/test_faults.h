@@ -33,6 +33,8 @@ struct TestFaults {
   int64_t tamper_control = -1;     ///< flip a bit of the N-th control message sealed with a MAC, after sealing
   bool auth_bad_proof = false;     ///< daemon: answer a good client proof with a wrong proof (an impostor)
   bool auth_skip = false;          ///< daemon: answer AUTH_REQUEST with OPEN_OK (an impostor that skips auth)
+  std::string auth_module;         ///< rcp: authenticate for this module, then open the one asked for (a lying client)
+  bool auth_then_done = false;     ///< rcp: after authenticating, send DONE where OPEN belongs (a lying client)
   bool zerocopy_local = false;     ///< TCP: keep zero-copy sends to a local peer (so loopback suites exercise them)
 };
 

@@ -115,6 +115,17 @@ wait $jpid; jrc=$?
 check "  ... exactly one join admitted, the rest refused ($(cat "$work/joins.out"))" test "$jrc" = 0
 settled "1,000 join attempts"
 
+# --- a first message other than OPEN or AUTH_REQUEST (or a malformed one): refused, naming it
+for kind in done:"expected OPEN as the first message" auth-challenge:"expected AUTH_REQUEST or OPEN as the first message" \
+            auth-truncated:"truncated or malformed AUTH_REQUEST"; do
+  l0=$(wc -l < "$dlog")
+  "$RAWPEER" $addr $tport first-message "${kind%%:*}" > "$work/first.out" 2>&1; frc=$?
+  sleep 0.2
+  check "first message ${kind%%:*}: refused, the daemon logs '${kind#*:}' ($(cat "$work/first.out"))" \
+    bash -c "[ $frc = 0 ] && tail -n +$((l0 + 1)) '$dlog' | grep -q '${kind#*:}'"
+done
+check "  ... and a legitimate copy still works" legit after-first
+
 # --- max_per_host: 20 idle connections from one address, 8 are kept and 12 refused, logged once
 l0=$(wc -l < "$dlog")
 "$RAWPEER" $addr $tport idle 20 2 1 > "$work/host.out" 2>&1

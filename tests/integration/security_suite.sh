@@ -34,7 +34,8 @@ trap cleanup EXIT
 trap 'exit 143' TERM INT
 
 secret=correct-horse-battery-staple
-mkdir -p "$work"/{pub,drop,both,v4only,nov4,vault,out,src,late}
+mkdir -p "$work"/{pub,drop,both,v4only,nov4,vault,vault2,out,src,late}
+echo "bob's only" > "$work/vault2/w.txt"
 echo "public file" > "$work/pub/a.txt"
 echo "in the vault" > "$work/vault/v.txt"
 echo "both ways" > "$work/both/b.txt"
@@ -42,7 +43,7 @@ echo "v4 only" > "$work/v4only/f.txt"
 echo "no v4" > "$work/nov4/f.txt"
 head -c 300000 /dev/urandom > "$work/src/data.bin"
 echo "pushed" > "$work/src/p.txt"
-printf '# rcpd secrets\nalice:%s\n' "$secret" > "$work/secrets"; chmod 600 "$work/secrets"
+printf '# rcpd secrets\nalice:%s\nbob:%s\n' "$secret" "bobs-own-secret-$$" > "$work/secrets"; chmod 600 "$work/secrets"
 printf '%s\n' "$secret" > "$work/pw"; chmod 600 "$work/pw"
 printf 'not-the-secret-at-all\n' > "$work/pw.wrong"; chmod 600 "$work/pw.wrong"
 
@@ -78,6 +79,11 @@ hosts_deny = ["127.0.0.1"]
 path = "$work/vault"
 read_only = false
 auth_users = ["alice"]
+secrets_file = "$work/secrets"
+
+[modules.vault2]
+path = "$work/vault2"
+auth_users = ["bob"]
 secrets_file = "$work/secrets"
 TOML
   [ $# -gt 1 ] && printf '%s\n' "$2" >> "$1"
@@ -183,6 +189,16 @@ check "module without auth_users works without a secret (exit $rc)" bash -c "[ $
 RCP_PASSWORD=$secret rcp "alice@$addr:pub/a.txt" "$work/out/a3.txt"; rc=$?
 check "client with a secret refuses a daemon that does not authenticate (exit $rc)" \
   bash -c "[ $rc = 40 ] && grep -q 'refusing the daemon' '$work/err' && [ ! -e '$work/out/a3.txt' ]"
+# a lying client: authenticated as alice for vault, it opens vault2 (bob's): refused
+RCP_TEST_FAULT=auth-module=vault RCP_PASSWORD=$secret rcp "alice@$addr:vault2/w.txt" "$work/out/"; rc=$?
+check "a client authenticated for one module cannot open another with it, nothing written (exit $rc)" \
+  bash -c "[ $rc != 0 ] && grep -q \"authenticated for module 'vault', not 'vault2'\" '$work/err' && [ ! -e '$work/out/w.txt' ]"
+# ... or sends something else where OPEN belongs: refused; the daemon goes on serving
+RCP_TEST_FAULT=auth-then-done RCP_PASSWORD=$secret rcp "alice@$addr:vault/v.txt" "$work/out/v4.txt"; rc=$?
+check "a client sending DONE where OPEN belongs after authenticating is refused (exit $rc)" \
+  bash -c "[ $rc != 0 ] && grep -q 'expected OPEN after authentication' '$dlog' && [ ! -e '$work/out/v4.txt' ]"
+RCP_PASSWORD=$secret rcp "alice@$addr:vault/v.txt" "$work/out/v5.txt"; rc=$?
+check "  ... and the daemon still serves the next client (exit $rc)" bash -c "[ $rc = 0 ] && cmp -s '$work/vault/v.txt' '$work/out/v5.txt'"
 
 # --- tampering on an authenticated session ------------------------------------------------------
 # The client's sealed messages: OPEN (0), FILE_BEGIN (1; its last byte is the name's last).

@@ -15,6 +15,10 @@
 // stop them all; an IPv4 loopback daemon only). Both print what the daemon did with them.
 //   rawpeer HOST PORT idle N SECONDS SPREAD [hello]     (hello: say a valid hello, then nothing)
 //   rawpeer HOST PORT slow-loris N SPREAD
+// first-message sends, after a valid hello, a first message the daemon must refuse: a valid DONE
+// (not OPEN), an AUTH_CHALLENGE (an auth message, not AUTH_REQUEST) or a truncated AUTH_REQUEST;
+// prints the daemon's answer ("refused: TEXT" for an ERROR, or that it hung up).
+//   rawpeer HOST PORT first-message done|auth-challenge|auth-truncated
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -31,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "wire/auth_messages.h"
 #include "wire/codec.h"
 #include "wire/messages.h"
 
@@ -442,6 +447,48 @@ int open_get(int fd, const std::string& path, std::vector<std::string> more, boo
   return 0;
 }
 
+int first_message(int fd, const std::string& kind) {
+  send_all(fd, valid_hello(0, 0, 64 * 1024));
+  std::vector<uint8_t> theirs(rcp::wire::kHelloTokenSize);
+  if (!recv_exact(fd, theirs.data(), theirs.size())) return 1;
+  std::vector<uint8_t> msg;
+  if (kind == "done") {
+    if (!rcp::wire::encode(rcp::wire::Done{}, msg).ok()) return 2;
+  } else if (kind == "auth-challenge") {
+    rcp::wire::AuthChallenge c;
+    c.server_nonce.fill(7);
+    if (!rcp::wire::encode_auth(c, msg).ok()) return 2;
+  } else if (kind == "auth-truncated") {
+    rcp::wire::AuthRequest a;
+    a.user = "alice";
+    a.module = "data";
+    a.client_nonce.fill(7);
+    if (!rcp::wire::encode_auth(a, msg).ok()) return 2;
+    msg.resize(msg.size() - 5);  // the nonce cut short, the length field saying so
+    const uint32_t len = static_cast<uint32_t>(msg.size() - rcp::wire::kHeaderSize);
+    for (int i = 0; i < 4; ++i) msg[8 + i] = static_cast<uint8_t>(len >> (24 - 8 * i));
+  } else {
+    std::fprintf(stderr, "rawpeer: unknown first message %s\n", kind.c_str());
+    return 2;
+  }
+  send_all(fd, frame(kFrameMsg, 0, msg));
+  Frame f;
+  while (next_frame(fd, f)) {
+    if (f.kind != kFrameMsg) continue;
+    auto m = rcp::wire::decode(f.payload);
+    if (m.ok()) {
+      if (auto* e = std::get_if<rcp::wire::ErrorMsg>(&m.value())) {
+        std::printf("rawpeer first-message %s: refused: %s\n", kind.c_str(), e->message.c_str());
+        return 0;
+      }
+    }
+    std::printf("rawpeer first-message %s: the daemon answered something else\n", kind.c_str());
+    return 1;
+  }
+  std::printf("rawpeer first-message %s: the daemon hung up\n", kind.c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr, "usage: rawpeer HOST PORT MODE [SEED]\n");
@@ -461,6 +508,11 @@ int main(int argc, char** argv) {
   std::string mode = argv[3];
   if ((mode == "open-get" || mode == "open-get-relative") && argc > 4) {
     int rc = open_get(fd, argv[4], std::vector<std::string>(argv + 5, argv + argc), mode == "open-get-relative");
+    close(fd);
+    return rc;
+  }
+  if (mode == "first-message" && argc > 4) {
+    int rc = first_message(fd, argv[4]);
     close(fd);
     return rc;
   }
