@@ -1,4 +1,4 @@
-// session/channel on an authenticated session against a lying peer: every
+// session/channel and session/authenticate against a lying peer: every
 // control message must carry its MAC (auth/message_mac.h), and one without
 // it, one whose length field leaves no room for it, or one altered after it
 // was sealed is refused, naming what was wrong. Two real TCP transports over
@@ -6,15 +6,21 @@
 // hostile one would.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <string>
 #include <thread>
 
 #include "auth/handshake.h"
+#include "session/authenticate.h"
 #include "session/channel.h"
 #include "tcp_pair.h"
 #include "transport/tcp/connection.h"
 #include "util/fd.h"
+#include "wire/auth_messages.h"
 #include "wire/messages.h"
 
 using namespace rcp;
@@ -124,4 +130,48 @@ TEST_CASE("channel: a message altered after it was sealed, or replayed, is refus
     auto r = p.next();
     CHECK_MESSAGE(says(r, "failed its MAC check"), (r.ok() ? "accepted" : r.error().message()));
   }
+}
+
+TEST_CASE("client_authenticate: a malformed AUTH_CHALLENGE from the daemon is refused, naming it") {
+  MacPair p;  // (its MACs unused: authentication comes before them)
+  Channel client(*p.client_t);
+  Channel daemon(*p.daemon_t);
+  std::vector<uint8_t> b;
+  wire::AuthChallenge c;
+  c.server_nonce.fill(9);
+  REQUIRE(wire::encode_auth(c, b).ok());
+  b.resize(b.size() - 4);  // the nonce cut short, the length field saying so
+  b[11] = static_cast<uint8_t>(b[11] - 4);
+  REQUIRE(p.daemon_t->send(b).ok());
+  daemon.flush(5000);
+  const std::string secret = "s3cret-for-this-test";
+  auto r = client_authenticate(client, "alice", "vault",
+                               {reinterpret_cast<const uint8_t*>(secret.data()), secret.size()}, 5000);
+  REQUIRE_FALSE(r.ok());
+  CHECK_MESSAGE(r.error().message().find("truncated or malformed AUTH_CHALLENGE") != std::string::npos,
+                r.error().message());
+}
+
+TEST_CASE("client_secret: a password file must be a regular file of the owner's alone") {
+  auto refused = [](const std::string& f, const char* why) {
+    auto s = client_secret(f);
+    REQUIRE_FALSE(s.ok());
+    CHECK_MESSAGE(s.error().message().find(why) != std::string::npos, s.error().message());
+  };
+  refused("/dev/null", "not a regular file");
+  char dir[] = "/tmp/rcp-pwdir.XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  refused(dir, "not a regular file");
+  const std::string f = std::string(dir) + "/pw";
+  {
+    Fd fd(::open(f.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    REQUIRE(::write(fd.get(), "pw\n", 3) == 3);
+  }
+  refused(f, "accessible by others");
+  REQUIRE(::chmod(f.c_str(), 0600) == 0);
+  auto ok = client_secret(f);
+  REQUIRE(ok.ok());
+  CHECK(*ok == "pw");
+  ::unlink(f.c_str());
+  ::rmdir(dir);
 }
