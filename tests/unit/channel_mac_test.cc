@@ -172,6 +172,8 @@ TEST_CASE("client_secret: a password file must be a regular file of the owner's 
   auto ok = client_secret(f);
   REQUIRE(ok.ok());
   CHECK(*ok == "pw");
+  REQUIRE(::truncate(f.c_str(), 0) == 0);
+  refused(f, "is empty");  // not taken as "no password": that would skip authentication
   ::unlink(f.c_str());
   ::rmdir(dir);
 }
