@@ -179,6 +179,11 @@ check "  ... without --partial the whole image moves again (${moved:-?} bytes) (
 dd if=/dev/zero of="$B" bs=1M count=64 status=none conv=fsync
 
 # --- 3. the daemon exports devices only as configured --------------------------------------------
+printf 'not a device\n' > "$work/plain.img"
+printf '[modules.plain]\ndevice = "%s"\n' "$work/plain.img" > "$work/plain.conf"
+"$RCPD" --config "$work/plain.conf" --transport tcp > "$work/err" 2>&1; rc=$?
+check "a device module naming a regular file: rcpd refuses to start, naming it (exit $rc)" \
+  bash -c "[ $rc -ne 0 ] && grep -q \"module plain: '$work/plain.img' is not a block device\" '$work/err'"
 rcp "$addr:diska" "$out/pulled.img"; rc=$?
 check "pull of a device module: the whole device, byte-identical (exit $rc)" \
   bash -c "[ $rc -eq 0 ] && cmp -s '$A' '$out/pulled.img'"
