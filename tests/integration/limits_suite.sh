@@ -116,7 +116,7 @@ check "  ... exactly one join admitted, the rest refused ($(cat "$work/joins.out
 settled "1,000 join attempts"
 
 # --- a first message other than OPEN or AUTH_REQUEST (or a malformed one): refused, naming it
-for kind in done:"expected OPEN as the first message" auth-challenge:"expected AUTH_REQUEST or OPEN as the first message" \
+for kind in done:"expected OPEN as the first message" unknown-type:"unknown message type 999" auth-challenge:"expected AUTH_REQUEST or OPEN as the first message" \
             auth-truncated:"truncated or malformed AUTH_REQUEST"; do
   l0=$(wc -l < "$dlog")
   "$RAWPEER" $addr $tport first-message "${kind%%:*}" > "$work/first.out" 2>&1; frc=$?

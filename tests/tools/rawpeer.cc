@@ -16,9 +16,10 @@
 //   rawpeer HOST PORT idle N SECONDS SPREAD [hello]     (hello: say a valid hello, then nothing)
 //   rawpeer HOST PORT slow-loris N SPREAD
 // first-message sends, after a valid hello, a first message the daemon must refuse: a valid DONE
-// (not OPEN), an AUTH_CHALLENGE (an auth message, not AUTH_REQUEST) or a truncated AUTH_REQUEST;
+// (not OPEN), one of an unknown type, an AUTH_CHALLENGE (an auth message, not AUTH_REQUEST) or a
+// truncated AUTH_REQUEST;
 // prints the daemon's answer ("refused: TEXT" for an ERROR, or that it hung up).
-//   rawpeer HOST PORT first-message done|auth-challenge|auth-truncated
+//   rawpeer HOST PORT first-message done|unknown-type|auth-challenge|auth-truncated
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -452,8 +453,9 @@ int first_message(int fd, const std::string& kind) {
   std::vector<uint8_t> theirs(rcp::wire::kHelloTokenSize);
   if (!recv_exact(fd, theirs.data(), theirs.size())) return 1;
   std::vector<uint8_t> msg;
-  if (kind == "done") {
+  if (kind == "done" || kind == "unknown-type") {
     if (!rcp::wire::encode(rcp::wire::Done{}, msg).ok()) return 2;
+    if (kind == "unknown-type") msg[6] = 0x03, msg[7] = 0xE7;  // type 999
   } else if (kind == "auth-challenge") {
     rcp::wire::AuthChallenge c;
     c.server_nonce.fill(7);
