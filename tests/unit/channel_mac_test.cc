@@ -174,3 +174,14 @@ TEST_CASE("client_secret: a password file must be a regular file of the owner's 
   ::unlink(f.c_str());
   ::rmdir(dir);
 }
+
+TEST_CASE("channel: a peer that hangs up before answering is named as such") {
+  MacPair p;
+  p.daemon.reset();
+  p.daemon_t.reset();  // its socket closes
+  auto r = p.client->receive(5000, nullptr);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == ECONNRESET);
+  CHECK_MESSAGE(r.error().message().find("peer the daemon closed the connection") != std::string::npos,
+                r.error().message());
+}
