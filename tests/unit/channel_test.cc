@@ -1,4 +1,4 @@
-// session/channel and session/authenticate against a lying peer: every
+// session/channel and session/authenticate against a lying or silent peer: every
 // control message must carry its MAC (auth/message_mac.h), and one without
 // it, one whose length field leaves no room for it, or one altered after it
 // was sealed is refused, naming what was wrong. Two real TCP transports over
@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -184,4 +185,16 @@ TEST_CASE("channel: a peer that hangs up before answering is named as such") {
   CHECK(r.error().code == ECONNRESET);
   CHECK_MESSAGE(r.error().message().find("peer the daemon closed the connection") != std::string::npos,
                 r.error().message());
+}
+
+TEST_CASE("channel: waiting for a silent peer ends at the timeout, or at once when cancelled") {
+  MacPair p;
+  auto r = p.client->receive(300, nullptr);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == ETIMEDOUT);
+  CHECK(r.error().message().find("no answer from the daemon") != std::string::npos);
+  std::atomic<bool> cancel{true};  // Ctrl-C while waiting for the daemon
+  auto c = p.client->receive(60000, &cancel);
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.error().code == EINTR);
 }
