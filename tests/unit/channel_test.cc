@@ -198,3 +198,18 @@ TEST_CASE("channel: waiting for a silent peer ends at the timeout, or at once wh
   REQUIRE_FALSE(c.ok());
   CHECK(c.error().code == EINTR);
 }
+
+TEST_CASE("channel: a malformed answer is refused, naming the peer and what was wrong") {
+  MacPair p;
+  Channel client(*p.client_t);  // before authentication: no MACs
+  Channel daemon(*p.daemon_t);
+  auto b = encoded(wire::Done{1, 2, 3});
+  b[6] = 0x03, b[7] = 0xE7;  // type 999
+  REQUIRE(p.daemon_t->send(b).ok());
+  daemon.flush(5000);
+  auto r = client.receive(5000, nullptr);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == EPROTO);
+  CHECK_MESSAGE(r.error().message().find("from the daemon: unknown message type 999") != std::string::npos,
+                r.error().message());
+}
