@@ -90,6 +90,7 @@ Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::st
     return make_error(EINVAL, fmt::format("'{}' is {}: refused, only regular files and directories are sent{}", shown,
                                           kind_of(st.st_mode),
                                           S_ISBLK(st.st_mode) ? " (--copy-devices sends a block device's contents)" : ""));
+  if (g_between_probe_and_open) g_between_probe_and_open(path);
   SourceFile f;
   RCP_ASSIGN(f.fd, open_at(dir_fd, path, O_RDONLY | O_NONBLOCK, beneath, shown));
   struct stat now;

@@ -79,6 +79,9 @@ SourceOpener skipped_entry(std::string note);
 /// never are.
 Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::string shown, bool beneath,
                                     bool devices = false);
+/// Test only: called in open_source_file between the probe and the open,
+/// where a name swapped for another inode must be caught (null: nothing).
+inline void (*g_between_probe_and_open)(const std::string& path) = nullptr;
 
 /// The walk's regular file `leaf` in dir_fd (getdents said DT_REG), opened
 /// at once — O_NOFOLLOW, O_NONBLOCK, O_NOCTTY — and sent only if fstat on

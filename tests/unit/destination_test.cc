@@ -371,3 +371,33 @@ TEST_CASE("a tree deeper than 256 levels is refused, naming where (each level ho
   CHECK(deep.error().code == ELOOP);
   CHECK_MESSAGE(deep.error().message().find("deeper than 256 levels") != std::string::npos, deep.error().message());
 }
+
+TEST_CASE("opening a source: refused outside the export, as a directory, or when swapped under it") {
+  Scratch s;
+  s.file("mod/f", "the file inspected");
+  s.file("mod/other", "another inode");
+  ::symlink("/etc/passwd", s.at("mod/out").c_str());
+  Fd root(::open(s.at("mod").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  auto refused = [](const Result<SourceFile>& r, int code, const char* why) {
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == code);
+    CHECK_MESSAGE(r.error().message().find(why) != std::string::npos, r.error().message());
+  };
+  refused(open_source_file(root.get(), "out", "mod/out", true), EPERM,
+          "'mod/out' resolves outside the export (symlink or '..')");
+  refused(open_source_file(AT_FDCWD, s.at("mod"), "mod", false), EISDIR, "'mod' is a directory");
+  // the name swapped for another file between the probe and the open
+  static std::string swap_from, swap_to;
+  swap_from = s.at("mod/other");
+  swap_to = s.at("mod/f");
+  g_between_probe_and_open = [](const std::string&) { ::rename(swap_from.c_str(), swap_to.c_str()); };
+  auto swapped = open_source_file(AT_FDCWD, s.at("mod/f"), "mod/f", false);
+  g_between_probe_and_open = nullptr;
+  refused(swapped, EAGAIN, "'mod/f' was replaced while being opened: not sent");
+  CHECK(open_source_file(AT_FDCWD, s.at("mod/f"), "mod/f", false).ok());  // the name now settled
+  // -l / -D entries: a name the walk listed as special but now a file or directory
+  refused(open_source_entry(root.get(), "f", "mod/f", true), EAGAIN, "was replaced while being listed");
+  auto link = open_source_entry(root.get(), "out", "mod/out", true);
+  REQUIRE(link.ok());
+  CHECK(link->meta.link_target == "/etc/passwd");
+}

@@ -153,7 +153,9 @@ TEST_CASE("a rule may say which it is; ! clears; empty and over-long patterns ar
   REQUIRE(f.add("!", false).ok());
   CHECK(f.empty());
   CHECK_FALSE(f.add("", false).ok());
-  CHECK_FALSE(f.add("- ", false).ok());
+  auto empty = f.add("- ", false);
+  REQUIRE_FALSE(empty.ok());
+  CHECK_MESSAGE(empty.error().message().find("has an empty pattern") != std::string::npos, empty.error().message());
   CHECK_FALSE(f.add("/", false).ok());
   CHECK_FALSE(f.add(std::string(kMaxFilterRuleLen + 1, 'a'), false).ok());
   CHECK(f.add(std::string(kMaxFilterRuleLen, 'a'), false).ok());
@@ -175,6 +177,14 @@ TEST_CASE("rules from the wire: validated as a peer's bytes") {
   CHECK_FALSE(FilterList::from_wire({"- "}).ok());
   CHECK_FALSE(FilterList::from_wire({"- " + std::string(kMaxFilterRuleLen + 1, 'a')}).ok());
   CHECK_FALSE(FilterList::from_wire(std::vector<std::string>(kMaxFilterRules + 1, "- a")).ok());
+}
+
+TEST_CASE("--exclude-from an endless file (/dev/zero) stops at the rules' bound, never reading it all") {
+  FilterList f;
+  auto r = f.add_from_file("/dev/zero", false, true);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == E2BIG);
+  CHECK_MESSAGE(r.error().message().find("filter file '/dev/zero' is too long") != std::string::npos, r.error().message());
 }
 
 TEST_CASE("--exclude-from: comments and blank lines skipped, prefixes honoured, NUL-separated with --from0") {
