@@ -298,6 +298,12 @@ TEST_CASE("config: size bound and load_config") {
   REQUIRE_FALSE(e.ok());
   CHECK(e.error().context == path + ":3: modules.m.bogus: unknown key");
 
+  // a huge (sparse) file is refused by its size, not read into memory first
+  REQUIRE(::truncate(path.c_str(), off_t{1} << 40) == 0);
+  auto huge = load_config(path);
+  REQUIRE_FALSE(huge.ok());
+  CHECK(huge.error().code == EFBIG);
+
   auto missing = load_config(std::string(dir) + "/absent.conf");
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.error().code == ENOENT);

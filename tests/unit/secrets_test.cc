@@ -138,6 +138,8 @@ TEST_CASE("secrets: load_secrets requires owner = daemon user and mode 0600 or s
     auto r = load_secrets(t.path);
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().code == EFBIG);
+    // refused by its size, before a byte is read
+    CHECK_MESSAGE(r.error().context == "secrets file " + t.path + " is larger than 65536 bytes", r.error().context);
   }
   {
     TempSecrets t("alice:longenough\nbroken\n");
