@@ -245,3 +245,12 @@ TEST_CASE("--delete stops 256 levels down, naming where, and keeps what it could
   CHECK(t.has(rel + "/x"));
   CHECK(t.has("dest/src/gone"));  // it still holds what was not reached
 }
+
+TEST_CASE("--files-from a file without line ends (/dev/zero) stops at 8 KiB, never reading it all") {
+  auto l = PathList::open("/dev/zero", false);
+  REQUIRE(l.ok());
+  auto n = l->next();
+  REQUIRE_FALSE(n.ok());
+  CHECK(n.error().code == ENAMETOOLONG);
+  CHECK_MESSAGE(n.error().message().find("'/dev/zero' line 1: path too long") != std::string::npos, n.error().message());
+}
