@@ -163,7 +163,8 @@ check "--digest none onto a device: refused (exit $rc), nothing written, naming 
   bash -c "[ $rc -ne 0 ] && cmp -s -n 67108864 /dev/zero '$B' && grep -q -- '--digest none is refused' '$work/err'"
 head -c 1000 /dev/urandom > "$exp/f2.bin"
 rcp --write-devices "$addr:data/f.bin" "$addr:data/f2.bin" "$B"; rc=$?
-check "two sources onto one device: refused (exit $rc)" bash -c "[ $rc -ne 0 ] && cmp -s -n 67108864 /dev/zero '$B'"
+check "two sources onto one device: refused, saying it takes one file (exit $rc)" \
+  bash -c "[ $rc -ne 0 ] && cmp -s -n 67108864 /dev/zero '$B' && grep -q 'is a block device: it takes exactly one file' '$work/err'"
 # An interrupted copy onto a device leaves it partial; --partial finishes it: the chunks already
 # there are read back and kept when their digests match, only the rest crosses the wire.
 dd if="$A" of="$B" bs=1M count=40 status=none conv=fsync

@@ -213,3 +213,17 @@ TEST_CASE("channel: a malformed answer is refused, naming the peer and what was 
   CHECK_MESSAGE(r.error().message().find("from the daemon: unknown message type 999") != std::string::npos,
                 r.error().message());
 }
+
+TEST_CASE("channel: a message too long to carry its MAC is not sent") {
+  MacPair p;
+  wire::Open o{wire::Op::get, wire::Checksum::xxh128, 0, "m/a", {}, {}};
+  // paths up to a few bytes under the message limit: the encode takes it, the tag does not fit
+  while (wire::open_size(o) + 300 < wire::kMaxMessage) o.more.push_back(std::string(200, 'p'));
+  while (wire::open_size(o) + 8 < wire::kMaxMessage) o.more.push_back("p");
+  std::vector<uint8_t> plain;
+  REQUIRE(wire::encode(o, plain).ok());
+  auto st = p.client->send(o);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == EMSGSIZE);
+  CHECK_MESSAGE(st.error().message().find("OPEN too long to seal") != std::string::npos, st.error().message());
+}

@@ -290,6 +290,13 @@ TEST_CASE("a missing destination: made (with its parents) when it must be a dire
     ::symlink(outside.dir.c_str(), s.at("out").c_str());
     CHECK_FALSE(resolve_destination_beneath(root.get(), "out/new", false, "mod/out/new", true).ok());
     CHECK(std::filesystem::is_empty(outside.dir));
+    // a symlink inside, to a name that does not exist yet: not followed to create it
+    ::symlink("not-yet", s.at("lnk").c_str());
+    auto via = resolve_destination_beneath(root.get(), "lnk/new", false, "mod/lnk/new", true);
+    REQUIRE_FALSE(via.ok());
+    CHECK_MESSAGE(via.error().message().find("cannot create destination 'mod/lnk/new'") != std::string::npos,
+                  via.error().message());
+    CHECK_FALSE(std::filesystem::exists(s.at("not-yet")));
   }
 }
 
