@@ -17,7 +17,7 @@ w=$(mktemp -d /dev/shm/rcp-idle.XXXXXX 2>/dev/null || mktemp -d /tmp/rcp-idle.XX
 mkdir -p "$w/export" "$w/back"
 head -c $((64 << 20)) /dev/urandom > "$w/export/f.bin"
 hold=$w/hold
-# rcpd: default options (pool, queue depths, 2 queue pairs a session)
+# rcpd: default options (pool, queue depths, 2 data queue pairs and 1 for control a session)
 RCP_TEST_FAULT=source-hold=$hold "$bin/rcpd/rcpd" --listen "$addr:$((port + 1))" -P "$port" --transport "$transport" \
     --export b="$w/export" 2> "$w/rcpd.log" &
 dp=$!
@@ -68,6 +68,7 @@ for n in $counts; do
   [ "$bad" = 0 ] || echo "  $bad of $n held pulls failed or differ:" "$(cat "$w"/c.*.log | sort -u | head -3)"
   rm -rf "$w/back"/* "$w"/c.*.log
 done
-echo "(control buffers per connection: ctrl_depth 64 x 2 x 4 KiB = 512 KiB registered, half of it receives;"
+echo "(control buffers: over RDMA 64 x 4 KiB of sends per session (256 KiB) and one shared receive queue of"
+echo " 256 x 4 KiB (1 MiB) per device for all sessions; over TCP none registered;"
 echo " pinned = VmPin: over RDMA the pool's pages count twice, once for the MR, once for io_uring's fixed buffers;"
 echo " after the sessions ended: RSS $(( $(status VmRSS) / 1024 )) MiB, $(qps) QPs, $(fds) fds)"

@@ -29,6 +29,7 @@ TestFaults parse_test_faults(std::string_view spec) {
     if (k == "rdma-standby-every") f.rdma_standby_every = true;
     if (k == "rdma-rail-silent") f.rdma_rail_silent = true;
     if (k == "rdma-rail-late") f.rdma_rail_late = true;
+    if (k == "rdma-srq-sessions" && v > 0) f.rdma_srq_sessions = static_cast<uint32_t>(v);
     if (k == "auth-bad-proof") f.auth_bad_proof = true;
     if (k == "auth-skip") f.auth_skip = true;
     if (k == "auth-module" && eq != std::string::npos) f.auth_module = item.substr(eq + 1);

@@ -29,6 +29,7 @@ struct TestFaults {
   bool rdma_no_standby = false;    ///< rcpd: keep no standby control channel on a rail (as a daemon before them)
   bool rdma_standby_every = false; ///< rcp: ask for a standby control channel on every rail QP (a greedy client)
   bool rdma_rail_silent = false;   ///< rcpd: never answer a rail join (as a rail whose link loses every CM message)
+  uint32_t rdma_srq_sessions = 0;  ///< rcpd: a shared receive queue serves this many sessions (0: kSessionsPerSrq)
   bool rdma_rail_late = false;     ///< rcpd: register memory on no rail but the first at once (as for queue pairs picked up late)
   int64_t tamper_control = -1;     ///< flip a bit of the N-th control message sealed with a MAC, after sealing
   bool auth_bad_proof = false;     ///< daemon: answer a good client proof with a wrong proof (an impostor)

@@ -36,7 +36,10 @@ constexpr uint32_t kMagic = 0x52435030;  // "RCP0"
 ///     preserve carries -X and -A; FILE_RESULT's changes the 'a' and 'x' letters.
 ///     Also multi-rail RDMA sessions (wire/rails.h): the daemon's accept may list
 ///     its other rails' addresses, a join may name a rail, RAIL_KEYS.
-constexpr uint16_t kVersion = 10;
+/// 11: RDMA: the first queue pair carries control only (rcpd takes its
+///     receives from a shared receive queue); hello's qps counts it, and
+///     every accept carries the session token the data queue pairs join with.
+constexpr uint16_t kVersion = 11;
 /// The version this process speaks: kVersion, unless the test-only fault
 /// switch RCP_TEST_FAULT=protocol-version=N makes it pretend to be another
 /// release (so the suite can prove a mismatch is refused with a clear error).

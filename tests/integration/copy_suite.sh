@@ -657,7 +657,7 @@ if [ "$transport" = rdma ]; then
   rc=$?
   check "push over 3 queue pairs" test $rc = 0
   check "  ... byte-exact" cmp -s "$src/size48M" "$exp/qp3"
-  check "  ... and -v says 3 queue pairs" grep -q "rcp: connected to .* over rdma rxe[0-9]: 3 queue pairs" "$work/err"
+  check "  ... and -v says 3 queue pairs" grep -q "rcp: connected to .* over rdma rxe[0-9]: 3 queue pairs for data" "$work/err"
   # the daemon pulled the pushed file: it logs the split when the session ends
   for _ in $(seq 100); do [ "$(grep -c "chunks read per queue pair" "$dlog")" -gt "$before" ] && break; sleep 0.05; done
   split=$(qp_split "$dlog")
@@ -669,15 +669,15 @@ if [ "$transport" = rdma ]; then
   check "  ... byte-exact" cmp -s "$src/size48M" "$out/qp3"
   split=$(qp_split "$work/err")
   check "  ... the client read over all 3 queue pairs (chunks: $split)" all_used 3 $split
-  # the default is 2 queue pairs; --streams 1 keeps a single one
+  # the default is 2 queue pairs for data; --streams 1 keeps a single one (control's comes on top)
   rm -f "$out/qpdef"
   rcp -v "$addr:data/size1M+1" "$out/qpdef" 2> "$work/err"
-  check "a default pull uses 2 queue pairs" grep -q "over rdma rxe[0-9]: 2 queue pairs" "$work/err"
+  check "a default pull uses 2 queue pairs for data" grep -q "over rdma rxe[0-9]: 2 queue pairs for data and 1 for control" "$work/err"
   check "  ... byte-exact" cmp -s "$src/size1M+1" "$out/qpdef"
   rcp -v --streams 1 "$src/size1M+1" "$addr:data/qp1" 2> "$work/err"
-  check "a push with --streams 1 uses 1 queue pair" grep -q "over rdma rxe[0-9]: 1 queue pair," "$work/err"
+  check "a push with --streams 1 uses 1 queue pair for data" grep -q "over rdma rxe[0-9]: 1 queue pair for data and 1 for control," "$work/err"
   check "  ... byte-exact" cmp -s "$src/size1M+1" "$exp/qp1"
-  # while a slowed push runs, the kernel shows 3 QPs on each side
+  # while a slowed push runs, the kernel shows 4 QPs on each side: 3 for data, 1 for control
   if command -v rdma >/dev/null; then
     # held (source-hold) until the stranger's joins are done: with 40 ms a chunk the
     # copy once ended first under ASan in the TCG guest, and the daemon then rightly
@@ -690,11 +690,14 @@ if [ "$transport" = rdma ]; then
     for _ in $(seq 100); do
       dq=$(rdma resource show qp 2>/dev/null | grep -c "pid $dpid " || true)
       cq=$(rdma resource show qp 2>/dev/null | grep -c "pid $cpid " || true)
-      [ "$dq" = 3 ] && [ "$cq" = 3 ] && break
+      [ "$dq" = 4 ] && [ "$cq" = 4 ] && break
       sleep 0.1
     done
-    check "mid-copy the daemon holds 3 QPs for a --streams 3 copy (has $dq)" test "$dq" = 3
-    check "mid-copy the client holds 3 QPs (has $cq)" test "$cq" = 3
+    check "mid-copy the daemon holds 4 QPs for a --streams 3 copy, control's included (has $dq)" test "$dq" = 4
+    check "mid-copy the client holds 4 QPs (has $cq)" test "$cq" = 4
+    # rcpd's control QP takes its receives from the device's shared receive queue
+    srqs=$(rdma resource show srq 2>/dev/null | grep -c "pid $dpid " || true)
+    check "  ... and rcpd's control QP takes receives from 1 shared receive queue (rdma resource show srq: $srqs)" test "$srqs" = 1
     # a stranger's join while that session is live gets nowhere near it
     rdmapeer=$(cd "$bin/.." && pwd)/tests/rdmapeer
     if [ -x "$rdmapeer" ]; then
@@ -702,7 +705,7 @@ if [ "$transport" = rdma ]; then
       check "  ... a stranger's join during the copy is refused" test $? = 0
       dq=$(rdma resource show qp 2>/dev/null | grep -c "pid $dpid " || true)
       running=$(kill -0 $cpid 2>/dev/null && echo yes || echo "no: the copy ended before this check")
-      check "  ... and the daemon still holds 3 QPs (has $dq; copy running: $running)" test "$dq" = 3 -a "$running" = yes
+      check "  ... and the daemon still holds 4 QPs (has $dq; copy running: $running)" test "$dq" = 4 -a "$running" = yes
     fi
     rm -f "$hold"
     wait $cpid
@@ -715,11 +718,12 @@ if [ "$transport" = rdma ]; then
   # hostile joins: tokens that name no session, a token of 0, a join without its token, garbage
   rdmapeer=$(cd "$bin/.." && pwd)/tests/rdmapeer
   if [ -x "$rdmapeer" ]; then
-    for m in "join-random 1" "join-random 2" "join-random 3" join-zero join-short "garbage 4"; do
+    for m in "join-random 1" "join-random 2" "join-random 3" join-zero join-short "garbage 4" "one-qp 5"; do
       timeout 30 "$rdmapeer" "$addr" "$rport" $m > "$work/raw" 2>&1
       check "queue pair join ($m) is refused" test $? = 0
     done
     check "  ... and the daemon logs why" grep -q "rdma queue pair join from .* refused: its session token names no session" "$dlog"
+    check "  ... a session of 1 queue pair (control only) too" grep -q "announces 1 queue pair, and at least one must carry data" "$dlog"
   else
     bad "rdmapeer tool not built ($rdmapeer)"
   fi
@@ -758,6 +762,41 @@ if [ "$transport" = rdma ]; then
     mrs=$(rdma resource show mr 2>/dev/null | grep -c "pid $dpid " || true)
     check "daemon holds no QP after its sessions ended (has $qps)" test "$qps" = 0
     check "daemon holds no MR after its sessions ended (has $mrs)" test "$mrs" = 0
+    srqs=$(rdma resource show srq 2>/dev/null | grep -c "pid $dpid " || true)
+    check "  ... nor a shared receive queue (has $srqs)" test "$srqs" = 0
+    check "  ... whose buffers had all gone back to it (256 of 256 posted at its release)" \
+      grep -q "shared receive queue released: 256 of 256 buffers posted" "$dlog"
+    check "  ... and none released short of one" test "$(grep "shared receive queue released" "$dlog" | grep -vc ": 256 of 256")" = 0
+    # sessions at once share one SRQ per device; one SRQ serves a bounded number of sessions
+    # (it may lose a buffer to each: shared_receive.h), here 2 by a test fault: 3 held pushes
+    # make rcpd create a second, and each is released with the last of its sessions
+    stop_daemon
+    start_daemon RCP_TEST_FAULT=rdma-srq-sessions=2
+    spids=()
+    for i in 1 2 3; do
+      : > "$work/srqhold.$i"
+      RCP_TEST_FAULT=source-hold=$work/srqhold.$i "$RCP" --transport rdma -P "$rport" "$src/size48M" \
+          "$addr:data/srq$i" 2> "$work/srq$i.err" & spids+=($!)
+    done
+    dq=0
+    for _ in $(seq 200); do
+      dq=$(rdma resource show qp 2>/dev/null | grep -c "pid $dpid " || true)
+      [ "$dq" = 9 ] && break
+      sleep 0.1
+    done
+    srqs=$(rdma resource show srq 2>/dev/null | grep -c "pid $dpid " || true)
+    check "3 sessions at once (holding $dq QPs), an SRQ serving 2: rcpd has 2 shared receive queues (has $srqs)" \
+      test "$dq" = 9 -a "$srqs" = 2
+    rm -f "$work"/srqhold.*
+    srqok=0
+    for i in 1 2 3; do wait "${spids[$((i - 1))]}" && cmp -s "$src/size48M" "$exp/srq$i" && srqok=$((srqok + 1)); done
+    check "  ... all 3 pushes arrive byte-exact ($srqok of 3)" test "$srqok" = 3
+    sleep 0.5
+    srqs=$(rdma resource show srq 2>/dev/null | grep -c "pid $dpid " || true)
+    mrs=$(rdma resource show mr 2>/dev/null | grep -c "pid $dpid " || true)
+    check "  ... then both SRQs are released (has $srqs, MRs $mrs)" test "$srqs" = 0 -a "$mrs" = 0
+    check "  ... each with all its buffers posted again" \
+      test "$(grep -c "shared receive queue released: 256 of 256 buffers posted" "$dlog")" = 2
   fi
 else
   # garbage on the TCP port: a truncated hello, frames announcing 4 GiB, random bytes

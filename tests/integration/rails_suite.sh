@@ -326,5 +326,10 @@ sleep 1
 # --- rcpd keeps nothing of the sessions: no QP, no MR of its pid
 qps=$(rdma res show qp 2>/dev/null | grep -c "pid $dpid ") mrs=$(rdma res show mr 2>/dev/null | grep -c "pid $dpid ")
 check "rcpd holds 0 QPs and 0 MRs after the copies (QPs $qps, MRs $mrs)" [ "$qps" = 0 -a "$mrs" = 0 ]
+# control failed over off rail 0 in the copies above: rcpd still put every buffer of its shared
+# receive queues back (a receive taken after control moved goes back too)
+short=$(cat "$work"/d*.log | grep "shared receive queue released" | grep -vc ": 256 of 256 buffers posted")
+check "every shared receive queue rcpd released had its 256 buffers posted ($short short of it)" \
+  sh -c "[ '$short' = 0 ] && cat '$work'/d*.log | grep -q 'shared receive queue released: 256 of 256'"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -36,6 +36,16 @@ Connection::~Connection() {
     log_info("{} {}: chunks read per queue pair: {}", name(), peer_name_, per);
   for (size_t i = 0; i < lanes_.size(); ++i)
     if (lanes_[i].up && !lanes_[i].disconnected) rdma_disconnect(lanes_[i].id);
+  if (shared_rx_ && qp_guard_) {
+    // A receive the SRQ completed on our first QP and this session never
+    // polled would take its buffer away from every session: with the QP
+    // gone, nothing more completes, and what did goes back to the SRQ.
+    qp_guard_.reset();
+    ibv_wc wc[32];
+    for (int n; cq_ && (n = ibv_poll_cq(cq_.get(), 32, wc)) > 0;)
+      for (int i = 0; i < n; ++i)
+        if (auto id = WrId::decode(wc[i].wr_id); id && id->kind == WrKind::recv) ctrl_.on_recv_failed(id->value);
+  }
   if (cq_ && unacked_cq_events_ > 0) ibv_ack_cq_events(cq_.get(), unacked_cq_events_);
   for (auto& r : rails_)
     if (r->unacked > 0) ibv_ack_cq_events(r->cq.get(), r->unacked);
@@ -44,7 +54,7 @@ Connection::~Connection() {
              r.failed.empty() ? "" : ", failed: " + r.failed);
 }
 
-Status Connection::setup(uint32_t max_qps) {
+Status Connection::setup(uint32_t max_qps, std::shared_ptr<SharedReceive> shared) {
   max_qps_ = std::clamp<uint32_t>(max_qps, 1, kMaxQps);
   ibv_context* ctx = id_->verbs;
   RCP_ASSIGN(caps_, query_caps(ctx));
@@ -62,14 +72,21 @@ Status Connection::setup(uint32_t max_qps) {
   qa.qp_type = IBV_QPT_RC;
   qa.sq_sig_all = 0;  // READs are signalled selectively: only the last WR of a chunk
   qa.cap.max_send_wr = q_.sq;
-  qa.cap.max_recv_wr = q_.ctrl_depth;
+  qa.cap.max_recv_wr = shared ? 0 : q_.ctrl_depth;
   qa.cap.max_send_sge = q_.sge;
   qa.cap.max_recv_sge = 1;
-  if (rdma_create_qp(id_.get(), pd_.get(), &qa) != 0) return sys_error("rdma_create_qp on " + caps_.name);
+  qa.srq = shared ? shared->srq() : nullptr;
+  if (rdma_create_qp(id_.get(), shared ? shared->pd() : pd_.get(), &qa) != 0)
+    return sys_error(fmt::format("rdma_create_qp{} on {}", shared ? " (on the shared receive queue)" : "", caps_.name));
   qp_guard_ = std::make_unique<QpGuard>(id_.get());
   lanes_.configure(q_.read_wrs, q_.sge, q_.read_budget);
   lanes_.add_first(id_.get());
-  RCP_TRY(ctrl_.setup(pd_.get(), id_->qp, q_.ctrl_depth, caps_.name));
+  if (shared) {
+    shared_rx_ = shared;
+    RCP_TRY(ctrl_.setup_shared(std::move(shared), id_->qp, q_.ctrl_depth, caps_.name));
+  } else {
+    RCP_TRY(ctrl_.setup(pd_.get(), id_->qp, q_.ctrl_depth, caps_.name));
+  }
   int ep = ::epoll_create1(EPOLL_CLOEXEC);
   if (ep < 0) return sys_error("epoll_create1");
   ep_.reset(ep);
@@ -194,8 +211,10 @@ Status Connection::join(sockaddr_storage& dst, uint64_t token, uint32_t index, u
 }
 
 std::string Connection::describe() const {
-  return fmt::format("rdma {}: {} queue pair{}, {} READs outstanding per QP, up to {} WRs queued per QP, {} SGEs per READ",
-                     caps_.name, lanes_.size(), lanes_.size() == 1 ? "" : "s", neg_.rd_atomic, q_.read_wrs, q_.sge);
+  const size_t data = lanes_.size() - 1;  // lane 0 carries control only
+  return fmt::format("rdma {}: {} queue pair{} for data and 1 for control, {} READs outstanding per QP, up to {} WRs "
+                     "queued per QP, {} SGEs per READ",
+                     caps_.name, data, data == 1 ? "" : "s", neg_.rd_atomic, q_.read_wrs, q_.sge);
 }
 
 Status Connection::queue_rail_stats() {
@@ -667,6 +686,7 @@ void Connection::handle_wc(const ibv_wc& wc, std::vector<TransportEvent>& events
   if (id && id->kind == WrKind::read && lanes_.rail_of(id->value) != 0) return;
   if (wc.status != IBV_WC_SUCCESS) {
     if (id && id->kind == WrKind::send) ctrl_.on_send(id->value);
+    if (id && id->kind == WrKind::recv) ctrl_.on_recv_failed(id->value);
     if (ctl_rail_ != 0) return;  // rail 0 flushing what was left on it
     std::string why = fmt::format("{} completion failed on {}: {}", id ? wr_kind_name(id->kind) : "unknown work request",
                                   caps_.name, ibv_wc_status_str(wc.status));

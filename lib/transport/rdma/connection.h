@@ -30,6 +30,7 @@
 #include "transport/rdma/rail.h"
 #include "transport/rdma/rdma_transport.h"
 #include "transport/rdma/read_lanes.h"
+#include "transport/rdma/shared_receive.h"
 #include "transport/transport.h"
 #include "util/fd.h"
 #include "util/result.h"
@@ -45,7 +46,11 @@ class Connection final : public Transport {
 
   /// PD, completion channel, CQ, QP and the control buffers (receives posted).
   /// The CQ is sized for `max_qps` queue pairs: all of them share it.
-  Status setup(uint32_t max_qps);
+  /// Daemon: `shared` is the device's shared receive queue; the first QP is
+  /// created on its PD and takes its receives from it. Either way the first
+  /// QP carries control only: the session's memory is registered on the
+  /// session's own PD, which only the QPs that join carry READs over.
+  Status setup(uint32_t max_qps, std::shared_ptr<SharedReceive> shared = nullptr);
   /// The hello this side sends (connect or accept private data).
   wire::Hello hello() const;
   /// Applies the peer's hello: credits, limits, checksum set.
@@ -150,6 +155,7 @@ class Connection final : public Transport {
   // channel, PD, cm_id, event channel.
   EventChannel ch_;
   CmId id_;
+  std::shared_ptr<SharedReceive> shared_rx_;  ///< daemon: the first QP's SRQ and PD (released after the QP)
   Pd pd_;
   CompChannel cc_;
   Cq cq_;

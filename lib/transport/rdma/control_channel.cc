@@ -7,18 +7,45 @@
 #include <fmt/core.h>
 
 #include "transport/rdma/wr_id.h"
+#include "util/log.h"
 
 namespace rcp::rdma {
 
 Status ControlChannel::setup(ibv_pd* pd, ibv_qp* qp, uint32_t depth, const std::string& dev) {
   qp_ = qp;
   depth_ = depth;
+  recv_bufs_ = depth;
   mem_.assign(size_t{depth_} * 2 * wire::kMaxMessage, 0);
   mr_.reset(ibv_reg_mr(pd, mem_.data(), mem_.size(), IBV_ACCESS_LOCAL_WRITE));
   if (!mr_) return sys_error("ibv_reg_mr (control buffers) on " + dev);
   for (uint32_t i = 0; i < depth_; ++i) RCP_TRY(post_recv(i));
   for (uint32_t i = 0; i < depth_; ++i) free_send_.push_back(i);
   return {};
+}
+
+Status ControlChannel::setup_shared(std::shared_ptr<SharedReceive> srq, ibv_qp* qp, uint32_t depth,
+                                    const std::string& dev) {
+  qp_ = qp;
+  depth_ = depth;
+  recv_bufs_ = 0;
+  srq_ = std::move(srq);
+  mem_.assign(size_t{depth_} * wire::kMaxMessage, 0);
+  mr_.reset(ibv_reg_mr(srq_->pd(), mem_.data(), mem_.size(), IBV_ACCESS_LOCAL_WRITE));
+  if (!mr_) return sys_error("ibv_reg_mr (control send buffers) on " + dev);
+  for (uint32_t i = 0; i < depth_; ++i) free_send_.push_back(i);
+  return {};
+}
+
+const uint8_t* ControlChannel::recv_buf(uint64_t index) const {
+  if (srq_) return index < srq_->buffers() ? srq_->buffer(static_cast<uint32_t>(index)) : nullptr;
+  return index < depth_ ? mem_.data() + index * wire::kMaxMessage : nullptr;
+}
+
+void ControlChannel::on_recv_failed(uint64_t index) {
+  if (!srq_ || index >= srq_->buffers()) return;
+  srq_->taken();
+  if (Status st = srq_->repost(static_cast<uint32_t>(index)); !st.ok())
+    log_warning("{}: {}", peer_, st.error().message());
 }
 
 void ControlChannel::set_peer(uint32_t peer_depth, uint32_t peer_msg_size, std::string peer) {
@@ -49,7 +76,12 @@ Status ControlChannel::flush() {
 }
 
 void ControlChannel::on_recv(uint64_t index, const ibv_wc& wc, std::vector<TransportEvent>& events) {
-  if (index >= depth_ || stopped_) return;  // not a buffer of ours, or control moved on: nothing to deliver or re-post
+  const uint8_t* p = recv_buf(index);
+  if (!p) return;  // not a buffer of ours
+  if (stopped_) {  // control moved on: nothing to deliver; a shared buffer still goes back
+    on_recv_failed(index);
+    return;
+  }
   ++received_;
   if (wc.wc_flags & IBV_WC_WITH_IMM) {
     credits_.on_grant(ntohl(wc.imm_data));
@@ -58,9 +90,17 @@ void ControlChannel::on_recv(uint64_t index, const ibv_wc& wc, std::vector<Trans
   if (wc.byte_len > 0) {
     TransportEvent ev;
     ev.kind = TransportEvent::Kind::message;
-    const uint8_t* p = mem_.data() + index * wire::kMaxMessage;
     ev.message.assign(p, p + std::min<uint32_t>(wc.byte_len, wire::kMaxMessage));
     events.push_back(std::move(ev));
+  }
+  if (srq_) {
+    // The buffer goes back to every session's queue; this peer gets its
+    // credit back as if its own buffer were posted again.
+    srq_->taken();
+    Status st = srq_->repost(static_cast<uint32_t>(index));
+    if (!st.ok()) log_warning("{}: {}", peer_, st.error().message());
+    credits_.on_repost();
+    return;
   }
   if (post_recv(static_cast<uint32_t>(index)).ok()) credits_.on_repost();
 }

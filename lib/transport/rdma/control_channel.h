@@ -4,19 +4,24 @@
 /// (Credits, transport/types.h), so neither side ever sends into a receive
 /// queue with no buffer posted (no RNR). `depth` receive and `depth` send
 /// buffers of wire::kMaxMessage (4 KiB) each live in one registration: at
-/// the default depth of 64, 512 KiB per connection.
+/// the default depth of 64, 512 KiB per connection. rcpd's first queue
+/// pairs take their receives from the device's shared receive queue
+/// instead (setup_shared, shared_receive.h): then only the send buffers
+/// are the channel's own.
 #pragma once
 
 #include <infiniband/verbs.h>
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "transport/control_log.h"
 #include "transport/rdma/handles.h"
+#include "transport/rdma/shared_receive.h"
 #include "transport/transport.h"
 #include "transport/types.h"
 #include "util/result.h"
@@ -28,6 +33,10 @@ class ControlChannel {
  public:
   /// Registers the buffers on pd and posts the receives on qp.
   Status setup(ibv_pd* pd, ibv_qp* qp, uint32_t depth, const std::string& dev);
+  /// The same for a QP created on srq's PD and SRQ: registers the send
+  /// buffers there; receives come from (and go back to) the SRQ. `depth`
+  /// is still the credits the peer gets: what it may have outstanding.
+  Status setup_shared(std::shared_ptr<SharedReceive> srq, ibv_qp* qp, uint32_t depth, const std::string& dev);
   /// From the peer's hello: its receive depth (our first credits) and the
   /// largest message it takes; `peer` names it in errors.
   void set_peer(uint32_t peer_depth, uint32_t peer_msg_size, std::string peer);
@@ -45,6 +54,9 @@ class ControlChannel {
   void on_recv(uint64_t index, const ibv_wc& wc, std::vector<TransportEvent>& events);
   /// A send completed (well or not): its buffer is free again.
   void on_send(uint64_t index);
+  /// A receive completed in error: with a shared receive queue its buffer
+  /// goes back there (it was taken from all sessions); else nothing.
+  void on_recv_failed(uint64_t index);
 
   /// For control that may move to another rail (connection.cc): keep what
   /// was sent until the peer's credits say it arrived (ControlLog).
@@ -62,15 +74,19 @@ class ControlChannel {
 
  private:
   Status post_recv(uint32_t i);
+  /// The message buffer of receive `index`, or null if there is none such.
+  const uint8_t* recv_buf(uint64_t index) const;
   Status post_send(uint32_t len);
-  uint8_t* send_buf(uint32_t i) { return mem_.data() + (size_t{depth_} + i) * wire::kMaxMessage; }
+  uint8_t* send_buf(uint32_t i) { return mem_.data() + (size_t{recv_bufs_} + i) * wire::kMaxMessage; }
 
   ibv_qp* qp_ = nullptr;
+  std::shared_ptr<SharedReceive> srq_;  ///< set: receives are the SRQ's (before mr_: it holds the PD)
   // mem_ before mr_: the registration goes first.
-  std::vector<uint8_t> mem_;  ///< depth_ receive buffers, then depth_ send buffers
+  std::vector<uint8_t> mem_;  ///< depth_ receive buffers (none with srq_), then depth_ send buffers
   Mr mr_;
   Credits credits_{0};
   uint32_t depth_ = 0;
+  uint32_t recv_bufs_ = 0;  ///< receive buffers in mem_: depth_, or 0 with srq_
   uint32_t peer_msg_size_ = wire::kMaxMessage;
   std::string peer_ = "?";
   std::vector<uint32_t> free_send_;

@@ -21,9 +21,10 @@ constexpr uint32_t kMaxReadWrs = 256;
 /// SGEs per READ we ever ask for; rxe offers 32, mlx5 30. 16 × 64 KiB blocks
 /// covers a 1 MiB chunk in one work request.
 constexpr uint32_t kMaxSge = 16;
-/// Most queue pairs one session may have, the first included (rcp --streams
-/// allows 1..16). It bounds what one client can make the daemon allocate.
-constexpr uint32_t kMaxQps = 16;
+/// Most queue pairs one session may have, the first (control only) included:
+/// rcp --streams allows 1..16 that carry READs. It bounds what one client
+/// can make the daemon allocate.
+constexpr uint32_t kMaxQps = 17;
 
 struct DeviceCaps {
   uint32_t max_qp_wr = 0, max_sge = 0, max_sge_rd = 0, max_cqe = 0;

@@ -45,12 +45,19 @@ struct MrDeleter {
   }
 };
 
+struct SrqDeleter {
+  void operator()(ibv_srq* srq) const {
+    if (int rc = ibv_destroy_srq(srq)) log_error("ibv_destroy_srq: {}", std::strerror(rc));
+  }
+};
+
 using EventChannel = std::unique_ptr<rdma_event_channel, EventChannelDeleter>;
 using CmId = std::unique_ptr<rdma_cm_id, CmIdDeleter>;
 using Pd = std::unique_ptr<ibv_pd, PdDeleter>;
 using CompChannel = std::unique_ptr<ibv_comp_channel, CompChannelDeleter>;
 using Cq = std::unique_ptr<ibv_cq, CqDeleter>;
 using Mr = std::unique_ptr<ibv_mr, MrDeleter>;
+using Srq = std::unique_ptr<ibv_srq, SrqDeleter>;
 
 /// The QP belongs to its cm_id (rdma_create_qp); this guard destroys it
 /// early — before the CQ and MRs — without destroying the id.

@@ -19,6 +19,7 @@
 #include "transport/rdma/joins.h"
 #include "transport/rdma/rail_addrs.h"
 #include "transport/rdma/rdma_transport.h"
+#include "transport/rdma/shared_receive.h"
 #include "util/log.h"
 #include "util/test_faults.h"
 #include "wire/messages.h"
@@ -130,10 +131,25 @@ class RdmaListener final : public Listener {
     if (!ch) return sys_error("rdma_create_event_channel");
     // The connection gets its own event channel, so its events reach its session thread.
     if (rdma_migrate_id(id.get(), ch.get()) != 0) return sys_error("rdma_migrate_id");
+    if (ph->qps < 2) {
+      // The first QP carries control only: a client announcing no other
+      // could never read or be read; refused at once, not left to time out.
+      // (EINVAL: logged apart from the EPROTO of hellos that do not decode,
+      // which the server's log limiter groups by errno.)
+      auto mine = wire::encode_hello(wire::Hello{});
+      rdma_reject(id.get(), mine.data(), static_cast<uint8_t>(mine.size()));
+      return make_error(EINVAL, fmt::format("rdma connection from {} refused: it announces {} queue pair{}, and at "
+                                            "least one must carry data besides the control one",
+                                            peer, ph->qps, ph->qps == 1 ? "" : "s"));
+    }
     auto t = std::make_unique<Connection>(std::move(ch), std::move(id), opt_);
     // The CQ is sized for what the client announced, and no more may join.
-    const uint32_t qps = std::clamp<uint32_t>(ph->qps, 1, kMaxQps);
-    Status st = t->setup(qps);
+    const uint32_t qps = std::clamp<uint32_t>(ph->qps, 2, kMaxQps);
+    // The device's shared receive queue for the control QP; a device that
+    // cannot make one (no SRQ support, its limits) gets receives per session.
+    auto shared = srqs_.take(t->id()->verbs, ibv_get_device_name(t->id()->verbs->device));
+    if (!shared.ok()) log_warning("rdma: control receives per session: {}", shared.error().message());
+    Status st = t->setup(qps, shared.ok() ? std::move(shared.value()) : nullptr);
     if (!st.ok()) {
       rdma_reject(t->id(), nullptr, 0);
       return st.error();
@@ -144,24 +160,19 @@ class RdmaListener final : public Listener {
     wire::Hello h = t->hello();
     h.rd_init = init;  // tell the client what was agreed
     h.rd_resp = resp;
-    std::vector<uint8_t> pd;
-    if (qps > 1) {
-      // Only this client learns the token (in the accept's private data);
-      // it is registered first so that the client's joins always find it.
-      RCP_ASSIGN(uint64_t token, wire::new_session_token());
-      // rcp --rails: a PD and CQ on each other device with an address,
-      // which the client may join QPs to (offer_joins hands them to joins).
-      std::vector<wire::RailAddr> rails;
-      if (ph->flags & wire::kHelloWantRails) rails = add_rails(*t);
-      if (Status offered = t->offer_joins(joins_, token, qps, h); !offered.ok()) {
-        rdma_reject(t->id(), nullptr, 0);
-        return offered.error();
-      }
-      pd = rails.empty() ? wire::encode_hello_token(h, wire::kHelloToken, token)
-                         : wire::encode_hello_rails(h, token, rails);
-    } else {
-      pd = wire::encode_hello(h);
+    // Only this client learns the token (in the accept's private data);
+    // it is registered first so that the client's joins always find it.
+    RCP_ASSIGN(uint64_t token, wire::new_session_token());
+    // rcp --rails: a PD and CQ on each other device with an address,
+    // which the client may join QPs to (offer_joins hands them to joins).
+    std::vector<wire::RailAddr> rails;
+    if (ph->flags & wire::kHelloWantRails) rails = add_rails(*t);
+    if (Status offered = t->offer_joins(joins_, token, qps, h); !offered.ok()) {
+      rdma_reject(t->id(), nullptr, 0);
+      return offered.error();
     }
+    std::vector<uint8_t> pd = rails.empty() ? wire::encode_hello_token(h, wire::kHelloToken, token)
+                                            : wire::encode_hello_rails(h, token, rails);
     rdma_conn_param cp = conn_param(init, resp, pd);
     t->set_peer(ph.value(), init);
     if (rdma_accept(t->id(), &cp) != 0) return sys_error("rdma_accept from " + peer);
@@ -192,6 +203,7 @@ class RdmaListener final : public Listener {
   CmId id_;  // after ch_: destroyed before it
   std::string addr_;
   std::shared_ptr<QpJoins> joins_ = std::make_shared<QpJoins>(kQpJoinWording);
+  SharedReceives srqs_;  ///< the first QPs' receive queues, one per device (in use)
   std::vector<CmId> silent_;  // test fault rdma-rail-silent; after ch_: destroyed before it
 };
 

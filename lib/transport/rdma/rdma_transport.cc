@@ -164,15 +164,16 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
         return make_error(ENODEV, fmt::format("--rails: this host has no RDMA device '{}'", d));
   }
   auto t = std::make_unique<Connection>(std::move(ch), std::move(id), opt);
-  const uint32_t want = std::clamp<uint32_t>(opt.qps, 1, kMaxQps);
-  RCP_TRY(t->setup(want));
+  // `want` QPs carry READs; the first, control only, comes on top.
+  const uint32_t want = std::clamp<uint32_t>(opt.qps, 1, kMaxQps - 1);
+  RCP_TRY(t->setup(want + 1));
   const DeviceCaps& c = t->caps();
   wire::Hello mine = t->hello();
   mine.flags |= wire::kHelloRailStats;  // the daemon reports what it reads per rail (a push's --json)
   if (opt.rails.enabled) {
     // The daemon admits as many QPs as announced: want on each rail it may offer.
     mine.flags |= wire::kHelloWantRails;
-    mine.qps = static_cast<uint16_t>(std::min<uint32_t>(kMaxQps, want * wire::kMaxRails));
+    mine.qps = static_cast<uint16_t>(std::min<uint32_t>(kMaxQps, want * wire::kMaxRails + 1));
   }
   auto pd = wire::encode_hello(mine);
   // The daemon clamps both depths to its device in rdma_accept.
@@ -187,24 +188,22 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
   const auto joins_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::min(opt.timeout_ms, kRailJoinBudgetMs));
   t->set_peer(ph.value(), std::min<uint32_t>(c.init_rd, ph->rd_resp));
   t->set_established();
-  if (want > 1 || opt.rails.enabled) {
-    if (!(ph->flags & wire::kHelloToken)) {
-      // An older daemon: it offers no token, so the copy runs on one QP.
-      log_info("{}: the daemon offers no extra queue pairs; using 1", where);
-    } else {
-      RCP_ASSIGN(uint64_t token, wire::decode_hello_token(est.private_data));
-      // Test-only fault switch: quote a token one bit off, so the suite can
-      // prove a real client's wrong join is refused and the daemon goes on.
-      if (test_faults().rdma_bad_join_token) token ^= 1;
-      for (uint32_t i = 1; i < want; ++i) RCP_TRY(t->join(dst, token, i, want, opt.timeout_ms, where));
-      if (opt.rails.enabled && !(ph->flags & wire::kHelloRails)) {
-        log_info("{}: the daemon offers no other rails; using 1", where);
-      } else if (opt.rails.enabled) {
-        RCP_ASSIGN(auto addrs, wire::decode_hello_rails(est.private_data));
-        const uint16_t dst_port = ntohs(reinterpret_cast<sockaddr_in*>(&dst)->sin_port);  // same offset for IPv6
-        add_rails(*t, addrs, token, dst_port, want, opt, joins_end, where);
-      }
-    }
+  // The data QPs join with the daemon's token (every accept carries one:
+  // the first QP reads nothing). One missing reads as 0 (the CM pads the
+  // private data with zeros), which decoding refuses.
+  auto token_or = wire::decode_hello_token(est.private_data);
+  if (!token_or.ok()) return make_error(token_or.error().code, where + ": the daemon's accept: " + token_or.error().context);
+  uint64_t token = token_or.value();
+  // Test-only fault switch: quote a token one bit off, so the suite can
+  // prove a real client's wrong join is refused and the daemon goes on.
+  if (test_faults().rdma_bad_join_token) token ^= 1;
+  for (uint32_t i = 1; i <= want; ++i) RCP_TRY(t->join(dst, token, i, want + 1, opt.timeout_ms, where));
+  if (opt.rails.enabled && !(ph->flags & wire::kHelloRails)) {
+    log_info("{}: the daemon offers no other rails; using 1", where);
+  } else if (opt.rails.enabled) {
+    RCP_ASSIGN(auto addrs, wire::decode_hello_rails(est.private_data));
+    const uint16_t dst_port = ntohs(reinterpret_cast<sockaddr_in*>(&dst)->sin_port);  // same offset for IPv6
+    add_rails(*t, addrs, token, dst_port, want, opt, joins_end, where);
   }
   return std::unique_ptr<Transport>(std::move(t));
 }

@@ -147,7 +147,8 @@ uint32_t ReadLanes::capacity() const {
 std::string ReadLanes::chunks_per_lane() const {
   if (chunks_ == 0) return {};
   std::string per;
-  for (auto& l : lanes_) per += fmt::format("{}{}", per.empty() ? "" : "/", l.chunks);
+  for (auto& l : lanes_)
+    if (l.reads) per += fmt::format("{}{}", per.empty() ? "" : "/", l.chunks);
   return per;
 }
 

@@ -1,7 +1,9 @@
 /// The READ side of an RDMA connection: the queue pairs ("lanes") a session
 /// pulls chunks over, and the READs outstanding on each. Lane 0 is the
-/// connection's first QP (it also carries control); extra lanes are the QPs
-/// that joined the session (rcp --streams), owned here. A chunk's READ work
+/// connection's first QP (it carries control); extra lanes are the QPs
+/// that joined the session (rcp --streams), owned here. Lane 0 carries no
+/// READ: rcpd creates it on its device's shared receive queue, in a PD the
+/// session's memory is not registered in (shared_receive.h). A chunk's READ work
 /// requests are chained in one ibv_post_send on one lane, only the last
 /// signalled (RC completes in order, so its completion covers the chunk);
 /// each chunk goes to the least loaded usable lane. With several rails
@@ -39,6 +41,7 @@ struct Lane {
   uint64_t chunks = 0;       ///< chunks read over it (for -v)
   uint32_t rail = 0;         ///< index of its rail (0: the control QP's device)
   bool up = false, disconnected = false;
+  bool reads = true;         ///< carries READs (all but lane 0)
 };
 
 /// Keys of one rail for one READ: the peer's rkey of the memory on that
@@ -64,8 +67,12 @@ class ReadLanes {
     sge_ = sge;
     budget_ = budget;
   }
-  /// Lane 0: the connection's own id, which it keeps owning.
-  void add_first(rdma_cm_id* id) { lanes_.push_back(Lane{id}); }
+  /// Lane 0: the connection's own id, which it keeps owning; control only.
+  void add_first(rdma_cm_id* id) {
+    Lane l{id};
+    l.reads = false;
+    lanes_.push_back(l);
+  }
   /// An extra QP (its id owns it); `up` once established.
   void add(CmId id, uint32_t rd_atomic, bool up, uint32_t rail = 0);
   /// Rails in all (1 until the connection adds more).
@@ -85,7 +92,7 @@ class ReadLanes {
   /// Index of the lane of this id, or -1.
   int find(const rdma_cm_id* id) const;
   bool usable(size_t i) const {
-    return lanes_[i].up && !lanes_[i].disconnected && !rails_[lanes_[i].rail].failed;
+    return lanes_[i].reads && lanes_[i].up && !lanes_[i].disconnected && !rails_[lanes_[i].rail].failed;
   }
 
   /// Posts one chunk: `wrs` under rkey, landing in memory of `lkey`. When
@@ -106,7 +113,7 @@ class ReadLanes {
 
   uint32_t per_qp() const { return per_qp_; }
   uint32_t sge() const { return sge_; }
-  /// "12/11" — chunks per lane, or "" when none was read.
+  /// "12/11" — chunks per lane that reads (not lane 0), or "" when none was read.
   std::string chunks_per_lane() const;
 
  private:
