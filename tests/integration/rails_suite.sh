@@ -120,6 +120,16 @@ timeout 300 "$RCP" --transport rdma -P "$((port + 4))" --rails auto "$work/src" 
 check "a daemon reporting a rail the client did not join: the session is refused, naming it (exit $rc)" \
   sh -c "[ $rc != 0 ] && grep -q 'RAIL_STATS names rail 3, which this session did not join' '$work/err'"
 kill -TERM "$d4" "$d5"; wait "$d4" "$d5" 2>/dev/null
+# a lying rcpd announcing rail keys for more registrations than it made (it registers its pool
+# once): the client refuses to grow its table past 4, ending the session; no file
+RCP_TEST_FAULT=rdma-rail-keys-lie "$RCPD" --listen "*:$((port + 9))" --transport rdma \
+  --rails "${RXE_DEV_B:-rxe1},${RXE_DEV_D:-rxe3}" --export d="$work/exp" > "$work/d10.log" 2>&1 &
+d10=$!
+for _ in $(seq 100); do grep -q "rcpd: ready" "$work/d10.log" && break; sleep 0.05; done
+timeout 300 "$RCP" --transport rdma -P "$((port + 9))" --rails auto "$addr:d/big" "$work/out/keylie" 2> "$work/err"; rc=$?
+check "a daemon announcing RAIL_KEYS for 5 registrations: the pull is refused, naming it; no file (exit $rc)" \
+  sh -c "[ $rc != 0 ] && grep -q 'RAIL_KEYS for more than 4 registrations' '$work/err' && [ ! -e '$work/out/keylie' ]"
+kill -TERM "$d10"; wait "$d10" 2>/dev/null
 # a daemon that keeps no standby control channel (as one from before them): the rails still
 # carry READs, the client says control could not move
 RCP_TEST_FAULT=rdma-no-standby "$RCPD" --listen "*:$((port + 6))" --transport rdma \
@@ -238,6 +248,12 @@ RCP_TEST_FAULT=rdma-rail-index=3 rcp --rails auto --json "$addr:d/big" "$work/ou
 sleep 0.3
 check "a rail join naming rail 3 of the 1 announced is refused; the copy completes (exit $rc)" \
   sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/lie' && grep -q 'names rail 3 of the 1 announced' '$work/d.log'"
+# A rail's queue pairs joining as plain data QPs of the session (no rail named) over the rail's
+# device: a QP there cannot use the session's PD, so rcpd refuses it; the copy goes on over rail 0
+RCP_TEST_FAULT=rdma-join-plain rcp --rails auto "$addr:d/big" "$work/out/plain" 2> "$work/err"; rc=$?
+sleep 0.3
+check "a data QP joining over another device than its session's, naming no rail, is refused; the copy completes (exit $rc)" \
+  sh -c "[ $rc = 0 ] && cmp -s '$work/exp/big' '$work/out/plain' && grep -q 'refused: it arrived on another RDMA device than its session' '$work/d.log'"
 # A second daemon offering every device (3 rails: rxe0, rxe2, rxe3 in the one namespace): the
 # client's join for the second address, reached over rxe2, names rail 1 (rxe0's).
 "$RCPD" --listen "*:$((port + 1))" --transport rdma --export d="$work/exp" -vv > "$work/d2.log" 2>&1 &

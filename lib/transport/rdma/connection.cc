@@ -182,6 +182,10 @@ Status Connection::join_rail(sockaddr_storage& dst, uint64_t token, uint32_t rai
   // suite can prove rcpd refuses an index it did not announce and a join
   // that arrived on another device than the rail it names.
   if (test_faults().rdma_rail_index > 0) s.rail = static_cast<uint8_t>(test_faults().rdma_rail_index);
+  // Test-only fault switch: join as a plain data QP of the session (no rail
+  // named) over this rail's device, so the suite proves rcpd refuses a QP
+  // that would sit on another device than the session's PD.
+  if (test_faults().rdma_join_plain) s.rail = 0;
   RCP_ASSIGN(Joined j, join_session(dst, s, token, qp, 0, timeout_ms, where));
   if (rails_.at(rail - 1)->path.port == 0) rails_.at(rail - 1)->path = path_info(j.id.get());
   lanes_.add(std::move(j.id), j.rd_atomic, true, rail);

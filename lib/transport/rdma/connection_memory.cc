@@ -107,6 +107,10 @@ Result<uint32_t> Connection::register_memory(void* base, size_t len, bool remote
   // message precedes every message quoting the key on the control QP (none
   // while no other rail has queue pairs: the decoder refuses an empty list).
   if (remote_read && !rk.rkeys.empty()) RCP_TRY(queue_control(wire::encode_rail_keys(rk)));
+  // Test-only fault switch: a lying daemon announcing keys for registrations
+  // it never made, as many as the client keeps and one more.
+  if (remote_read && !rk.rkeys.empty() && test_faults().rdma_rail_keys_lie)
+    for (uint32_t k = 1; k <= 4; ++k) RCP_TRY(queue_control(wire::encode_rail_keys(wire::RailKeys{key ^ (k << 20), rk.rkeys})));
   return key;
 }
 
