@@ -797,6 +797,20 @@ if [ "$transport" = rdma ]; then
     check "  ... then both SRQs are released (has $srqs, MRs $mrs)" test "$srqs" = 0 -a "$mrs" = 0
     check "  ... each with all its buffers posted again" \
       test "$(grep -c "shared receive queue released: 256 of 256 buffers posted" "$dlog")" = 2
+    # a client flooding the control QP past its credits while rcpd's session thread is busy (a
+    # pull slowed at the source): the surplus would take the SRQ's buffers from every session,
+    # so rcpd ends that session, naming the count; the SRQ gets every buffer back
+    stop_daemon
+    start_daemon RCP_TEST_FAULT=source-delay-ms=100
+    rm -f "$out/flood"
+    RCP_TEST_FAULT=rdma-credit-overrun timeout 60 "$RCP" --transport rdma -P "$rport" "$addr:data/size48M" "$out/flood" \
+        2> "$work/flood.err"
+    rc=$?
+    sleep 0.5
+    check "a client sending past its control credits is cut off by rcpd, naming the count (exit $rc)" \
+      sh -c "[ $rc != 0 ] && [ ! -e '$out/flood' ] && grep -q 'sent [0-9]* control messages on [0-9]* credits' '$dlog'" \
+      || { sed 's/^/    client: /' "$work/flood.err" | tail -n 2; grep "credits\|released" "$dlog" | sed 's/^/    rcpd: /' | tail -n 3; }
+    check "  ... and its SRQ got all 256 buffers back" grep -q "shared receive queue released: 256 of 256 buffers posted" "$dlog"
   fi
 else
   # garbage on the TCP port: a truncated hello, frames announcing 4 GiB, random bytes

@@ -130,6 +130,17 @@ timeout 300 "$RCP" --transport rdma -P "$((port + 9))" --rails auto "$addr:d/big
 check "a daemon announcing RAIL_KEYS for 5 registrations: the pull is refused, naming it; no file (exit $rc)" \
   sh -c "[ $rc != 0 ] && grep -q 'RAIL_KEYS for more than 4 registrations' '$work/err' && [ ! -e '$work/out/keylie' ]"
 kill -TERM "$d10"; wait "$d10" 2>/dev/null
+# a lying rcpd sending on a standby control channel before moving control there: the first
+# message there must be CONTROL_MOVED, so the client ends the session, naming it; no file
+RCP_TEST_FAULT=rdma-standby-junk "$RCPD" --listen "*:$((port + 10))" --transport rdma \
+  --rails "${RXE_DEV_B:-rxe1},${RXE_DEV_D:-rxe3}" --export d="$work/exp" > "$work/d11.log" 2>&1 &
+d11=$!
+for _ in $(seq 100); do grep -q "rcpd: ready" "$work/d11.log" && break; sleep 0.05; done
+timeout 300 "$RCP" --transport rdma -P "$((port + 10))" --rails auto "$addr:d/big" "$work/out/junk" 2> "$work/err"; rc=$?
+check "a daemon sending on a standby channel before CONTROL_MOVED: the session is refused, naming it; no file (exit $rc)" \
+  sh -c "[ $rc != 0 ] && grep -q 'a message before CONTROL_MOVED on the standby control channel of rail 2' '$work/err' && [ ! -e '$work/out/junk' ]" \
+  || sed 's/^/    client: /' "$work/err" | tail -n 3
+kill -TERM "$d11"; wait "$d11" 2>/dev/null
 # a daemon that keeps no standby control channel (as one from before them): the rails still
 # carry READs, the client says control could not move
 RCP_TEST_FAULT=rdma-no-standby "$RCPD" --listen "*:$((port + 6))" --transport rdma \

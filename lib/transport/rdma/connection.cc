@@ -129,6 +129,15 @@ void Connection::set_peer(const wire::Hello& peer, uint32_t rd_atomic) {
   peer_takes_stats_ = (peer.flags & wire::kHelloRailStats) != 0;
 }
 
+void Connection::set_established() {
+  lanes_[0].up = true;
+  path0_ = path_info(id_.get());
+  // Test-only fault switch: a client flooding the control QP past its
+  // credits, so the suite proves rcpd ends that session (the surplus would
+  // take the shared receive queue's buffers from every other session).
+  if (test_faults().rdma_credit_overrun) ctrl_.flood(3 * peer_ctrl_depth_);
+}
+
 JoinSpec Connection::join_spec(const wire::Hello& hello) const {
   JoinSpec s;
   s.ctx = id_->verbs;
@@ -651,6 +660,9 @@ Status Connection::poll(std::vector<TransportEvent>& events) {
     }
   }
   if (!drain_cq(events)) return {};
+  if (ctrl_.overrun() && ctl_rail_ == 0)
+    close_with(events, fmt::format("peer {} sent {} control messages on {} credits", peer_name_, ctrl_.received(),
+                                   ctrl_.granted()));
   poll_async(events);
   for (size_t r = 1; r <= rails_.size(); ++r) drain_rail(r, events);
   take_rail_keys(events, first);
@@ -732,7 +744,17 @@ void Connection::take_joins() {
       rails_[j.rail - 1]->peer = sockaddr_string(rdma_get_peer_addr(j.id.get()));
     lanes_.add(std::move(j.id), j.rd_atomic, false, j.rail <= rails_.size() ? j.rail : 0);
     if (j.rail > 0 && j.rail <= rails_.size() && !regs_.empty()) rail_regs_due_ = true;
-    if (j.ctrl) add_standby(j.rail, lanes_.size() - 1, std::move(j.ctrl));
+    if (j.ctrl) {
+      add_standby(j.rail, lanes_.size() - 1, std::move(j.ctrl));
+      if (test_faults().rdma_standby_junk) {
+        // Test-only fault switch: a lying daemon sending on a standby channel
+        // before moving control there (rail stats where CONTROL_MOVED
+        // belongs), so the suite proves the client refuses it.
+        ControlChannel& c = *standby_.back().ch;
+        const std::vector<wire::RailCount> junk{{0, 0, 0}};
+        if (c.queue(wire::encode_rail_stats(junk)).ok()) (void)c.flush();
+      }
+    }
     log_debug("{}: queue pair {} joined", peer_name_, lanes_.size());
   }
 }

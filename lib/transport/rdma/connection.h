@@ -56,10 +56,7 @@ class Connection final : public Transport {
   /// Applies the peer's hello: credits, limits, checksum set.
   void set_peer(const wire::Hello& peer, uint32_t rd_atomic);
   /// Client side: rdma_connect saw ESTABLISHED.
-  void set_established() {
-    lanes_[0].up = true;
-    path0_ = path_info(id_.get());
-  }
+  void set_established();
   const DeviceCaps& caps() const { return caps_; }
   rdma_cm_id* id() const { return id_.get(); }
 

@@ -20,6 +20,7 @@ Status ControlChannel::setup(ibv_pd* pd, ibv_qp* qp, uint32_t depth, const std::
   if (!mr_) return sys_error("ibv_reg_mr (control buffers) on " + dev);
   for (uint32_t i = 0; i < depth_; ++i) RCP_TRY(post_recv(i));
   for (uint32_t i = 0; i < depth_; ++i) free_send_.push_back(i);
+  granted_ = depth_;
   return {};
 }
 
@@ -33,6 +34,7 @@ Status ControlChannel::setup_shared(std::shared_ptr<SharedReceive> srq, ibv_qp* 
   mr_.reset(ibv_reg_mr(srq_->pd(), mem_.data(), mem_.size(), IBV_ACCESS_LOCAL_WRITE));
   if (!mr_) return sys_error("ibv_reg_mr (control send buffers) on " + dev);
   for (uint32_t i = 0; i < depth_; ++i) free_send_.push_back(i);
+  granted_ = depth_;
   return {};
 }
 
@@ -63,6 +65,17 @@ Status ControlChannel::queue(std::span<const uint8_t> message) {
 
 Status ControlChannel::flush() {
   if (stopped_) return {};
+  for (; flood_left_ > 0 && !free_send_.empty(); --flood_left_) {
+    const uint32_t i = free_send_.back();
+    free_send_.pop_back();
+    ibv_send_wr wr{};
+    wr.wr_id = WrId{WrKind::send, i}.encode();
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data = 0;
+    ibv_send_wr* bad;
+    if (int rc = ibv_post_send(qp_, &wr, &bad)) return make_error(rc, "ibv_post_send (flood) to " + peer_);
+  }
   while (!out_.empty() && credits_.can_send_data() && !free_send_.empty()) {
     auto& m = out_.front();
     std::memcpy(send_buf(free_send_.back()), m.data(), m.size());
@@ -136,7 +149,9 @@ Status ControlChannel::post_send(uint32_t len) {
   wr.send_flags = IBV_SEND_SIGNALED;
   wr.sg_list = len > 0 ? &sge : nullptr;
   wr.num_sge = len > 0 ? 1 : 0;
-  wr.imm_data = htonl(credits_.on_send());  // credits we grant back ride on every send
+  const uint32_t grants = credits_.on_send();
+  granted_ += grants;
+  wr.imm_data = htonl(grants);  // credits we grant back ride on every send
   ibv_send_wr* bad;
   if (int rc = ibv_post_send(qp_, &wr, &bad)) return make_error(rc, "ibv_post_send (control) to " + peer_);
   if (logging_) log_.on_send({send_buf(i), len});

@@ -65,6 +65,14 @@ class ControlChannel {
   /// The peer's sends taken off this channel so far (messages and
   /// credit-only sends alike), for CONTROL_MOVED.
   uint64_t received() const { return received_; }
+  /// The peer sent more than the credits it was given (our depth, then the
+  /// grants our sends carried): an honest peer cannot, and with a shared
+  /// receive queue the surplus takes buffers from every other session.
+  bool overrun() const { return received_ > granted_; }
+  uint64_t granted() const { return granted_; }
+  /// Test-only (RCP_TEST_FAULT=rdma-credit-overrun): post n credit-only
+  /// sends as send buffers free up, ignoring credits (a flooding peer).
+  void flood(uint32_t n) { flood_left_ = n; }
   /// Control moved away: nothing more is taken from here (on_recv ignores
   /// every later completion), and what was queued but never posted is
   /// handed over.
@@ -94,6 +102,8 @@ class ControlChannel {
   ControlLog log_;
   bool logging_ = false;
   uint64_t received_ = 0;
+  uint64_t granted_ = 0;  ///< receive credits the peer was given: depth_ + grants sent
+  uint32_t flood_left_ = 0;
   bool stopped_ = false;
 };
 
