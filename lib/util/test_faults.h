@@ -26,7 +26,7 @@ struct TestFaults {
   int rdma_rail_index = 0;         ///< rcp --rails: every rail join names this rail (a lying client)
   bool rdma_join_plain = false;    ///< rcp --rails: a rail's QPs join as plain data QPs (no rail named) over its device
   bool rdma_rail_keys_lie = false; ///< rcpd: RAIL_KEYS for 4 more registrations than it made (a lying daemon)
-  bool rdma_credit_overrun = false; ///< rcp: 3 x the daemon's depth of credit-only sends, ignoring credits (a flooding client)
+  bool rdma_credit_overrun = false; ///< rcp: credit-only sends without end, ignoring credits (a flooding client)
   bool rdma_standby_junk = false;  ///< rcpd: a message other than CONTROL_MOVED first on a standby control channel
   int rdma_rail_stats_lie = 0;     ///< rcpd's RAIL_STATS lie: 1 = rail 0 read 1 TiB more, 2 = names rail 3 for rail 0
   bool rdma_moved_lie = false;     ///< CONTROL_MOVED claims 1000 more of the peer's sends than were taken

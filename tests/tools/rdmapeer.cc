@@ -8,8 +8,6 @@
 // then never completes the connection (no RTU), for SECONDS: the daemon's listener must have
 // answered without waiting for it (exit 0 when the accept came), and keep serving others.
 //   rdmapeer HOST PORT never-complete SECONDS
-// one-qp SEED asks for a session announcing 1 queue pair in all: the first carries control
-// only, so the daemon must refuse it (exit 0 when refused).
 #include <netdb.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
@@ -44,7 +42,7 @@ rdma_cm_event_type wait_event(rdma_event_channel* ch, int timeout_ms, std::vecto
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: rdmapeer HOST PORT join-random|join-zero|join-short|garbage|one-qp SEED\n");
+    std::fprintf(stderr, "usage: rdmapeer HOST PORT join-random|join-zero|join-short|garbage SEED\n");
     return 2;
   }
   const std::string mode = argv[3];
@@ -71,9 +69,7 @@ int main(int argc, char** argv) {
     pd = rcp::wire::encode_hello(h);
   } else if (mode == "never-complete") {
     pd = rcp::wire::encode_hello(h);
-  } else if (mode == "one-qp") {
-    h.qps = 1;
-    pd = rcp::wire::encode_hello(h);
+
   } else if (mode == "garbage") {
     pd.resize(56);
     for (auto& b : pd) b = static_cast<uint8_t>(rng());

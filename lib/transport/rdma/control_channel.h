@@ -71,7 +71,8 @@ class ControlChannel {
   bool overrun() const { return received_ > granted_; }
   uint64_t granted() const { return granted_; }
   /// Test-only (RCP_TEST_FAULT=rdma-credit-overrun): post n credit-only
-  /// sends as send buffers free up, ignoring credits (a flooding peer).
+  /// sends as send buffers free up, ignoring credits (a flooding peer),
+  /// after whatever real messages are queued.
   void flood(uint32_t n) { flood_left_ = n; }
   /// Control moved away: nothing more is taken from here (on_recv ignores
   /// every later completion), and what was queued but never posted is

@@ -131,19 +131,12 @@ class RdmaListener final : public Listener {
     if (!ch) return sys_error("rdma_create_event_channel");
     // The connection gets its own event channel, so its events reach its session thread.
     if (rdma_migrate_id(id.get(), ch.get()) != 0) return sys_error("rdma_migrate_id");
-    if (ph->qps < 2) {
-      // The first QP carries control only: a client announcing no other
-      // could never read or be read; refused at once, not left to time out.
-      // (EINVAL: logged apart from the EPROTO of hellos that do not decode,
-      // which the server's log limiter groups by errno.)
-      auto mine = wire::encode_hello(wire::Hello{});
-      rdma_reject(id.get(), mine.data(), static_cast<uint8_t>(mine.size()));
-      return make_error(EINVAL, fmt::format("rdma connection from {} refused: it announces {} queue pair{}, and at "
-                                            "least one must carry data besides the control one",
-                                            peer, ph->qps, ph->qps == 1 ? "" : "s"));
-    }
     auto t = std::make_unique<Connection>(std::move(ch), std::move(id), opt_);
     // The CQ is sized for what the client announced, and no more may join.
+    // The first QP carries control only, so a hello announcing fewer than 2
+    // (no client of protocol 11 sends one) is given 2: the control QP and
+    // one to read over. (Refusing it instead left rdma_destroy_id of the
+    // rejected id failing with EBADF in the guest, and the id leaked.)
     const uint32_t qps = std::clamp<uint32_t>(ph->qps, 2, kMaxQps);
     // The device's shared receive queue for the control QP; a device that
     // cannot make one (no SRQ support, its limits) gets receives per session.
