@@ -5,7 +5,8 @@
 // CHUNK_READYs of its first SLOTS chunks, then asks for bytes the pool does not hold (or, with
 // "inside", bytes it does): the daemon must answer every such READ_REQ with a refusal (READ_ERR,
 // or a hang-up), never with memory. Exit 0 when the answer is the expected one.
-//   rawpeer HOST PORT read-probe inside|past-end|at-end|below|far|wrap|bad-key|zero-key MODULE/PATH SLOTS
+// flood asks for 4,000 chunks of the pool without reading a reply: the daemon must hang up.
+//   rawpeer HOST PORT read-probe inside|past-end|at-end|below|far|wrap|bad-key|zero-key|flood MODULE/PATH SLOTS
 // extra-joins N starts a session announcing 2 streams, then joins N more with its token: exactly
 // one join must be accepted and the rest refused, and a join after the session ended too.
 //   rawpeer HOST PORT truncated-hello|huge-frame|huge-read|random SEED|slow-hello|extra-joins N
@@ -314,6 +315,32 @@ bool next_frame(int fd, Frame& f) {
   return recv_exact(fd, f.payload.data(), f.len);
 }
 
+/// flood: valid READ_REQs for a whole chunk of the lent pool, 4,000 of them, while reading none
+/// of the replies (a client that asks on without reading). The daemon owes them faster than the
+/// socket takes them; it must cut the connection, not queue every answer. Exit 0 when it hung up
+/// before serving them all.
+int read_flood(int fd, uint64_t base, uint32_t chunk, uint32_t key) {
+  constexpr uint32_t kRequests = 4000;
+  std::vector<uint8_t> all;
+  for (uint32_t i = 1; i <= kRequests; ++i) {
+    std::vector<uint8_t> req;
+    rcp::wire::Writer w(req);
+    w.u64(base);
+    w.u32(key);
+    w.u32(chunk);
+    std::vector<uint8_t> f = frame(kFrameReadReq, i, req);
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  send_all(fd, all);
+  uint32_t served = 0;
+  Frame f;
+  while (served < kRequests && next_frame(fd, f))
+    if (f.kind == kFrameReadResp) ++served;
+  std::printf("rawpeer read-probe flood: %u reads of %u bytes asked, none read until the end: daemon %s after serving %u\n",
+              kRequests, chunk, served < kRequests ? "hung up" : "kept the connection", served);
+  return served < kRequests ? 0 : 1;
+}
+
 int read_probe(int fd, const std::string& where, const std::string& path, uint32_t slots) {
   // Hello both ways: the daemon's is followed by its session token.
   send_all(fd, valid_hello(0, 0, 64 * 1024));  // the daemon's chunks (and slots) are 64 KiB
@@ -359,6 +386,7 @@ int read_probe(int fd, const std::string& where, const std::string& path, uint32
     std::fprintf(stderr, "rawpeer: the %u chunks do not tile one pool\n", slots);
     return 1;
   }
+  if (where == "flood") return read_flood(fd, base, chunk, key);
   uint64_t addr = base;
   uint32_t len = chunk, k = key;
   if (where == "inside") {

@@ -77,6 +77,7 @@ struct OutItem {
   const uint8_t* data = nullptr;                          // read reply: registered pool memory
   size_t data_len = 0;
   size_t sent = 0;  // of head.size() + data_len
+  bool reply = false;  // answers a peer's READ_REQ (counted in replies_owed_)
 };
 
 /// One TCP connection of the session and its I/O state.
@@ -156,7 +157,7 @@ class TcpTransport final : public Transport {
   // framing.cc: received frames
   Status parse(uint32_t i, Stream& s, std::vector<TransportEvent>& events);
   Status fill_read(Stream& s, std::vector<TransportEvent>& events);
-  void serve_read(Stream& s, uint64_t cookie, uint64_t addr, uint32_t key, uint32_t len);
+  Status serve_read(Stream& s, uint64_t cookie, uint64_t addr, uint32_t key, uint32_t len);
   // tls_path.cc: user-space TLS on a stream
   void submit_tls_recv(uint32_t i, Stream& s);
   Status on_tls_recv(uint32_t i, Stream& s, size_t n, std::vector<TransportEvent>& events);
@@ -172,6 +173,9 @@ class TcpTransport final : public Transport {
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<Region> regions_;
   std::unordered_map<uint64_t, PendingRead> reads_;
+  // Answers to the peer's READ_REQs queued and not yet handed to the kernel
+  // (or to TLS), over all streams: serve_read() bounds them.
+  uint32_t replies_owed_ = 0;
   uint64_t next_stream_ = 0;
   bool closed_ = false;
   std::string tls_error_;  // an encryption failure in pump(), reported by poll()

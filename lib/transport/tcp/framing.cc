@@ -70,7 +70,7 @@ Status TcpTransport::parse(uint32_t i, Stream& s, std::vector<TransportEvent>& e
         const uint32_t key = q.u32();
         const uint32_t rlen = q.u32();
         s.rx_pos += kFrameHeader + len;
-        serve_read(s, cookie, addr, key, rlen);
+        RCP_TRY(serve_read(s, cookie, addr, key, rlen));
         break;
       }
       case kReadResp: {
@@ -125,8 +125,20 @@ Status TcpTransport::fill_read(Stream& s, std::vector<TransportEvent>& events) {
 
 /// Answers a READ_REQ, but only from memory this connection registered for
 /// remote reading, exactly as an RNIC validates an rkey.
-void TcpTransport::serve_read(Stream& s, uint64_t cookie, uint64_t addr, uint32_t key, uint32_t len) {
+Status TcpTransport::serve_read(Stream& s, uint64_t cookie, uint64_t addr, uint32_t key, uint32_t len) {
+  // An honest peer has at most neg_.reads_in_flight reads outstanding
+  // (read_capacity()), and a reply counts here only until it is sent, so it
+  // never owes more. One that asks on without reading the replies would
+  // grow the queue by an item (~150 bytes of heap) per 40-byte request
+  // until the daemon runs out of memory. Twice the agreed number: a send's
+  // completion may be reaped after the request the peer made once it had
+  // the reply.
+  if (replies_owed_ >= 2 * neg_.reads_in_flight)
+    return make_error(EPROTO, fmt::format("{} has {} read replies waiting and asks for more ({} reads in flight agreed)",
+                                          peer_, replies_owed_, neg_.reads_in_flight));
   OutItem it;
+  it.reply = true;
+  ++replies_owed_;
   const Region* reg = (key >= 1 && key <= regions_.size()) ? &regions_[key - 1] : nullptr;
   const uint64_t base = reg ? reinterpret_cast<uint64_t>(reg->base) : 0;
   // (addr - base wraps to a huge offset for an address below the region:
@@ -141,6 +153,7 @@ void TcpTransport::serve_read(Stream& s, uint64_t cookie, uint64_t addr, uint32_
     it.data_len = len;
   }
   s.out.push_back(std::move(it));
+  return {};
 }
 
 }  // namespace rcp::tcp

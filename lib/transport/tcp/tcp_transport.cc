@@ -379,6 +379,8 @@ void TcpTransport::on_send_done(Stream& s, uint64_t seq, int res, uint32_t flags
       break;
     }
   }
+  for (size_t j = 0; j < k; ++j)
+    if (s.sending[j].reply) --replies_owed_;
   // What was not (fully) sent goes back to the front, in order.
   for (size_t j = s.sending.size(); j > k; --j) s.out.push_front(std::move(s.sending[j - 1]));
   s.sending.clear();
