@@ -923,7 +923,8 @@ int main(int argc, char** argv) {
                  "port and GID toward the daemon")
       ->type_name("DEV");
   app.add_option("--streams", o.streams,
-                 fmt::format("connections (TCP) or queue pairs (RDMA) per copy, 1 to 16 (default {})",
+                 fmt::format("connections (TCP) or queue pairs carrying data (RDMA; one more carries control) "
+                             "per copy, 1 to 16 (default {})",
                              kDefaultTcpStreams))
       ->type_name("N")
       ->check(range(1, 16));

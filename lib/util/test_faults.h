@@ -26,6 +26,7 @@ struct TestFaults {
   int rdma_rail_index = 0;         ///< rcp --rails: every rail join names this rail (a lying client)
   bool rdma_join_plain = false;    ///< rcp --rails: a rail's QPs join as plain data QPs (no rail named) over its device
   bool rdma_rail_keys_lie = false; ///< rcpd: RAIL_KEYS for 4 more registrations than it made (a lying daemon)
+  bool rdma_hello_one_qp = false;  ///< rcp: its hello announces 1 QP (as no protocol-11 client does), --streams 1 otherwise
   bool rdma_credit_overrun = false; ///< rcp: credit-only sends without end, ignoring credits (a flooding client)
   bool rdma_standby_junk = false;  ///< rcpd: a message other than CONTROL_MOVED first on a standby control channel
   int rdma_rail_stats_lie = 0;     ///< rcpd's RAIL_STATS lie: 1 = rail 0 read 1 TiB more, 2 = names rail 3 for rail 0

@@ -810,6 +810,20 @@ if [ "$transport" = rdma ]; then
       sh -c "[ $rc != 0 ] && [ ! -e '$out/flood' ] && grep -q 'sent [0-9]* control messages on [0-9]* credits' '$dlog'" \
       || { sed 's/^/    client: /' "$work/flood.err" | tail -n 2; grep "credits\|released" "$dlog" | sed 's/^/    rcpd: /' | tail -n 3; }
     check "  ... and its SRQ got all 256 buffers back" grep -q "shared receive queue released: 256 of 256 buffers posted" "$dlog"
+    # a hello announcing 1 QP (no protocol-11 client sends one: the control QP comes on top of
+    # the data QPs) is admitted as 2, so a client with one data QP still works; rcpd is left
+    # holding nothing of it
+    stop_daemon
+    start_daemon
+    rm -f "$out/oneqp"
+    RCP_TEST_FAULT=rdma-hello-one-qp timeout 60 "$RCP" --transport rdma --streams 1 -P "$rport" "$addr:data/size1M+1" \
+        "$out/oneqp" 2> "$work/oneqp.err"
+    rc=$?
+    sleep 0.5
+    qps=$(rdma resource show qp 2>/dev/null | grep -c "pid $dpid " || true)
+    check "a hello announcing 1 QP gets control + 1 data QP: the pull arrives byte-exact (exit $rc), rcpd then holds $qps QPs" \
+      sh -c "[ $rc = 0 ] && cmp -s '$src/size1M+1' '$out/oneqp' && [ $qps = 0 ]" \
+      || sed 's/^/    client: /' "$work/oneqp.err" | tail -n 3
   fi
 else
   # garbage on the TCP port: a truncated hello, frames announcing 4 GiB, random bytes
@@ -836,6 +850,11 @@ else
       check "a READ_REQ $p of the pool is refused (rc $rc) and logged by the daemon" test $rc = 0 -a "$after" -gt "$before"
       [ $rc = 0 ] || sed 's/^/    rawpeer: /' "$work/raw"
     done
+    # READ_REQs without reading a reply (4,000 chunks asked at once): the daemon owes at most
+    # twice the agreed reads in flight, then cuts that client instead of queueing every answer
+    timeout 60 "$rawpeer" "$addr" "$tport" read-probe flood data/size48M 16 > "$work/raw" 2>&1
+    check "a client asking for reads it never reads is cut off ($(cat "$work/raw"))" test $? = 0
+    check "  ... and the daemon says why" grep -q "read replies waiting and asks for more (16 reads in flight agreed)" "$dlog"
     check "daemon still running after the read probes" kill -0 "$dpid"
     rm -f "$out/after-probes"
     rcp "$addr:data/size1M+1" "$out/after-probes"

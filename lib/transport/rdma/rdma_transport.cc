@@ -175,6 +175,7 @@ Result<std::unique_ptr<Transport>> rdma_connect(const std::string& host, uint16_
     mine.flags |= wire::kHelloWantRails;
     mine.qps = static_cast<uint16_t>(std::min<uint32_t>(kMaxQps, want * wire::kMaxRails + 1));
   }
+  if (test_faults().rdma_hello_one_qp) mine.qps = 1;  // (test-only: the daemon must still admit control + 1)
   auto pd = wire::encode_hello(mine);
   // The daemon clamps both depths to its device in rdma_accept.
   rdma_conn_param cp = conn_param(c.init_rd, c.resp_rd, pd);
