@@ -9,13 +9,17 @@
 # (defaults: build pull 1024 10). Ports 18510-18513, away from bench/run's and the others'.
 set -eu
 build=${1:-build} dir=${2:-pull} mib=${3:-1024} repeats=${4:-10}
+. "$(dirname "$0")/lib.sh"   # hold_page_reporting: see there and bench/README.md
 RCP=$(cd "$build/rcp" && pwd)/rcp RCPD=$(cd "$build/rcpd" && pwd)/rcpd
 w=$(mktemp -d /dev/shm/rcp-ab.XXXXXX)
 pa='' pb=''
-trap 'kill -TERM $pa $pb 2>/dev/null; wait 2>/dev/null; rm -rf "$w"' EXIT
+trap 'kill -TERM $pa $pb 2>/dev/null; wait 2>/dev/null; rm -rf "$w"; release_page_reporting' EXIT
+hold_page_reporting
+echo "$PR_NOTE" >&2
 mkdir -p "$w/exp" "$w/down"
 head -c $((mib << 20)) /dev/urandom > "$w/src.bin"
 cp "$w/src.bin" "$w/exp/src.bin"
+head -c $((2 * mib << 20)) /dev/zero > "$w/warm" && rm -f "$w/warm"   # pages reported before the hold
 # shellcheck disable=SC2086  # the option sets are word lists
 "$RCPD" --transport tcp --listen 127.0.0.1:18511 -P 18510 --export b="$w/exp" ${A_D:-} > "$w/a.log" 2>&1 & pa=$!
 # shellcheck disable=SC2086

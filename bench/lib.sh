@@ -25,6 +25,33 @@ emit() {   # fields...  -> one tab-separated line
 }
 na() { emit NA "$1" "$2"; say "n/a $1: $2"; }
 
+# Free page reporting (virtio-balloon): this kind of VM hands the pages a process frees back
+# to the hypervisor, and the next use of each faults in the host. A 1 GiB dd into /dev/shm,
+# run after run with the file removed between, took 0.49-0.70 s or 2.0-2.7 s (3 runs of 12),
+# by whether its pages had been reported; rcp's pushes swung 2,100 <-> 370-830 MB/s with them,
+# socat's too (bench/README.md, "Free page reporting"). hold_page_reporting raises, where the
+# kernel lets root, min_free_ms (how long a page stays free before it is reported) to 60000,
+# the most this kernel accepts, and max_waiting_mib (free memory waiting that starts a report
+# at once) to 1048576, and sets PR_NOTE to what it did; release_page_reporting puts them back
+# (call it at exit).
+PR_DIR=/sys/module/page_reporting/parameters PR_WAS=() PR_NOTE='free page reporting: no knobs here'
+# shellcheck disable=SC2034  # PR_NOTE is read by the scripts that source this file
+hold_page_reporting() {
+    local k v was kv
+    for kv in min_free_ms=60000 max_waiting_mib=1048576; do
+        k=${kv%=*} v=${kv#*=}
+        [ -w "$PR_DIR/$k" ] || continue
+        was=$(cat "$PR_DIR/$k") || continue
+        if echo "$v" > "$PR_DIR/$k" 2>/dev/null; then PR_WAS+=("$k=$was"); fi
+    done
+    [ ${#PR_WAS[@]} = 0 ] || PR_NOTE="free page reporting held (${PR_WAS[*]} raised to 60000 / 1048576, restored at exit)"
+}
+release_page_reporting() {
+    local kv
+    for kv in "${PR_WAS[@]}"; do echo "${kv#*=}" > "$PR_DIR/${kv%=*}" 2>/dev/null; done
+    PR_WAS=()
+}
+
 # proc_cpu PID -> REPLY = utime+stime+cutime+cstime of PID in clock ticks (children count
 # once they have been reaped: rsync --daemon and sshd fork one process tree per session),
 # or "" when there is no such process.
