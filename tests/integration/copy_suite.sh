@@ -852,8 +852,8 @@ else
     done
     # READ_REQs without reading a reply (4,000 chunks asked at once): the daemon owes at most
     # twice the agreed reads in flight, then cuts that client instead of queueing every answer
-    timeout 60 "$rawpeer" "$addr" "$tport" read-probe flood data/size48M 16 > "$work/raw" 2>&1
-    check "a client asking for reads it never reads is cut off ($(cat "$work/raw"))" test $? = 0
+    timeout 60 "$rawpeer" "$addr" "$tport" read-probe flood data/size48M 16 > "$work/raw" 2>&1; rc=$?
+    check "a client asking for reads it never reads is cut off ($(cat "$work/raw"))" test $rc = 0
     check "  ... and the daemon says why" grep -q "read replies waiting and asks for more (16 reads in flight agreed)" "$dlog"
     check "daemon still running after the read probes" kill -0 "$dpid"
     rm -f "$out/after-probes"
