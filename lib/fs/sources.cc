@@ -42,14 +42,6 @@ Result<Fd> open_at(int dir_fd, const std::string& path, int flags, bool beneath,
   return Fd(fd);
 }
 
-/// Regular files ignore O_NONBLOCK for reads, but io_uring does not: a
-/// buffered read of an O_NONBLOCK file that would block fails with EAGAIN
-/// instead of going to a worker. Opened with no other F_SETFL flag, so 0.
-Status clear_nonblock(int fd, const std::string& shown) {
-  if (::fcntl(fd, F_SETFL, 0) != 0) return sys_error("fcntl '" + shown + "'");
-  return {};
-}
-
 Result<SourceFile> finish_source_file(SourceFile f, const struct stat& now, bool device, const std::string& path,
                                       std::string shown) {
   f.meta = meta_of(now);
@@ -72,6 +64,11 @@ Result<SourceFile> finish_source_file(SourceFile f, const struct stat& now, bool
 }
 
 }  // namespace
+
+Status clear_nonblock(int fd, const std::string& shown) {
+  if (::fcntl(fd, F_SETFL, 0) != 0) return sys_error("fcntl '" + shown + "'");  // (no other F_SETFL flag was set)
+  return {};
+}
 
 Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::string shown, bool beneath,
                                     bool devices) {
@@ -97,7 +94,6 @@ Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::st
   if (::fstat(f.fd.get(), &now) != 0) return sys_error("stat '" + shown + "'");
   if (now.st_dev != st.st_dev || now.st_ino != st.st_ino || (now.st_mode & S_IFMT) != (st.st_mode & S_IFMT))
     return make_error(EAGAIN, "'" + shown + "' was replaced while being opened: not sent");
-  RCP_TRY(clear_nonblock(f.fd.get(), shown));
   return finish_source_file(std::move(f), now, device, path, std::move(shown));
 }
 
@@ -115,7 +111,6 @@ Result<SourceFile> open_listed_file(int dir_fd, const std::string& leaf, std::st
   if (::fstat(f.fd.get(), &now) != 0) return sys_error("stat '" + shown + "'");
   if (!S_ISREG(now.st_mode))
     return make_error(EAGAIN, fmt::format("'{}' was replaced by {} while being listed: not sent", shown, kind_of(now.st_mode)));
-  RCP_TRY(clear_nonblock(f.fd.get(), shown));
   return finish_source_file(std::move(f), now, false, leaf, std::move(shown));
 }
 

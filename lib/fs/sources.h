@@ -88,6 +88,15 @@ inline void (*g_between_probe_and_open)(const std::string& path) = nullptr;
 /// the opened file says regular; anything swapped in is refused (EAGAIN).
 Result<SourceFile> open_listed_file(int dir_fd, const std::string& leaf, std::string shown);
 
+/// Both openers leave the file O_NONBLOCK. pread ignores that on a regular
+/// file, so a source that reads on its loop (tmpfs, io/write_inline.h) never
+/// pays for taking it off; io_uring does not ignore it (a buffered read that
+/// would wait fails with EAGAIN instead of going to a worker), so a reader
+/// going through the ring calls this once first. One fcntl a file saved:
+/// 10,000 x 4 KiB pushed from tmpfs, the sending rcp's task-clock -10 %
+/// (bench/README.md).
+Status clear_nonblock(int fd, const std::string& shown);
+
 /// A symlink (its target read verbatim, never followed), FIFO, socket or
 /// device at `path`, described but not opened: what -l and -D send.
 Result<SourceFile> open_source_entry(int dir_fd, const std::string& path, std::string shown, bool beneath);

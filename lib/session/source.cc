@@ -205,6 +205,7 @@ class Source {
     std::string name;      // as sent (for -i)
     unsigned type = 0;     // S_IFMT, as sent
     int inline_reads = -1;  // io/write_inline.h: pread on the loop; -1: not asked yet
+    bool blocking = false;  // O_NONBLOCK taken off fd, for reads through the ring (fs/sources.h)
     uint64_t dev = 0;       // st_dev of a regular file (0: a device sent as a file)
   };
   struct LinkGroup {
@@ -354,6 +355,13 @@ class Source {
         const ssize_t r = ::pread(fd, p, want, static_cast<off_t>(s.offset + s.done));
         read_inline_.push_back({slot, r < 0 ? -errno : static_cast<int>(r)});
         return;
+      }
+      if (!f.blocking) {
+        if (Status st = clear_nonblock(fd, f.shown); !st.ok()) {
+          read_inline_.push_back({slot, -(st.error().code != 0 ? st.error().code : EIO)});
+          return;
+        }
+        f.blocking = true;
       }
     }
     while (!ring_.read_fixed(fd, p, want, s.offset + s.done, pool_.buf_index(free_.whole(slot)), slot))
