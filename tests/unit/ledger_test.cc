@@ -184,6 +184,30 @@ TEST_CASE("xxh128 matches libxxhash's canonical form") {
   CHECK_FALSE(digest_of(Checksum::xxh128, bytes_of("abc")) == digest_of(Checksum::xxh128, bytes_of("abd")));
 }
 
+TEST_CASE("xxh128 of long inputs equals the library's baseline XXH3 (rcp may use the AVX dispatched one)") {
+  // Inputs above 240 bytes take XXH3's vector loop, where the dispatched
+  // (AVX2 / AVX-512) and the plain (SSE2) code differ; this file calls the
+  // plain one. Odd lengths and offsets cover the stripes' and blocks' tails.
+  std::vector<uint8_t> buf((1u << 20) + 64);
+  uint32_t x = 12345;
+  for (auto& b : buf) b = static_cast<uint8_t>((x = x * 1103515245u + 12345u) >> 16);
+  for (size_t len : {size_t{241}, size_t{1024}, size_t{4096 + 7}, size_t{65536 + 13}, size_t{1} << 20}) {
+    for (size_t off : {size_t{0}, size_t{3}}) {
+      CAPTURE(len);
+      CAPTURE(off);
+      const std::span<const uint8_t> in{buf.data() + off, len};
+      XXH128_canonical_t c;
+      XXH128_canonicalFromHash(&c, XXH3_128bits(in.data(), in.size()));
+      const Digest d = digest_of(Checksum::xxh128, in);
+      CHECK(std::memcmp(d.bytes.data(), c.digest, 16) == 0);
+      Hasher h(Checksum::xxh128);
+      h.update(in.first(len / 3));
+      h.update(in.subspan(len / 3));
+      CHECK(h.finish() == d);
+    }
+  }
+}
+
 TEST_CASE("sha256 known answers") {
   const Digest d = digest_of(Checksum::sha256, bytes_of("abc"));
   CHECK(d.len == 32);
