@@ -134,14 +134,19 @@ class Source {
     return maybe_end(f);
   }
 
-  Status pump(bool& started) {
-    // Reads done inline by submit_read() (a short one's rest may add more).
+  /// Completes the reads submit_read() did inline (a short one's rest may add more).
+  Status drain_inline(bool& started) {
     while (!read_inline_.empty()) {
       std::vector<std::pair<uint32_t, int>> done;
       done.swap(read_inline_);
       for (auto [slot, res] : done) RCP_TRY(on_io(slot, res));
       started = true;
     }
+    return {};
+  }
+
+  Status pump(bool& started) {
+    RCP_TRY(drain_inline(started));
     for (;;) {
       if (!cur_) {
         if (!more() || files_.size() >= kMaxFilesInFlight || unended_ >= std::clamp<uint32_t>(opt_.max_files_open, 1, kMaxFilesOpen)) break;
@@ -175,6 +180,10 @@ class Source {
       slots_[slot] = {f.id, c.offset, c.length, 0};
       ++f.reads_out;
       submit_read(slot, f);
+      // A chunk read inline is hashed and announced now, while its bytes
+      // are still in this core's cache: reading every free slot first and
+      // hashing after (a CHUNK_DONE often frees several) hashed from memory.
+      RCP_TRY(drain_inline(started));
       started = true;
     }
     RCP_TRY(announce_totals(started));
@@ -350,8 +359,8 @@ class Source {
     if (fd == f.fd.get()) {  // buffered: from tmpfs pread here, not via io-wq (io/write_inline.h)
       if (f.inline_reads < 0) f.inline_reads = reads_inline(f);
       if (f.inline_reads) {
-        // Completed in the next pump(), not here (the caller is in the
-        // middle of its file), and not through a NOP on the ring.
+        // Completed by drain_inline() once this returns, not here (the
+        // caller is in the middle of its file), nor through a NOP on the ring.
         const ssize_t r = ::pread(fd, p, want, static_cast<off_t>(s.offset + s.done));
         read_inline_.push_back({slot, r < 0 ? -errno : static_cast<int>(r)});
         return;
