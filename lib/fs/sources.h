@@ -90,9 +90,11 @@ Result<SourceFile> open_listed_file(int dir_fd, const std::string& leaf, std::st
 
 /// Both openers leave the file O_NONBLOCK. pread ignores that on a regular
 /// file, so a source that reads on its loop (tmpfs, io/write_inline.h) never
-/// pays for taking it off; io_uring does not ignore it (a buffered read that
-/// would wait fails with EAGAIN instead of going to a worker), so a reader
-/// going through the ring calls this once first. One fcntl a file saved:
+/// pays for taking it off; io_uring may not ignore it (depending on the
+/// kernel and the file system, a buffered read that would wait can fail with
+/// EAGAIN instead of going to a worker; Linux 6.1 and 6.18 retried on ext4,
+/// sysfs and 9p alike), so a reader going through the ring calls this once
+/// first. One fcntl a file saved:
 /// 10,000 x 4 KiB pushed from tmpfs, the sending rcp's task-clock -10 %
 /// (bench/README.md).
 Status clear_nonblock(int fd, const std::string& shown);
