@@ -3,6 +3,7 @@
 # machine's drift hits both alike: what a code change does, measured before it is kept.
 #
 #   A=DIR_A B=DIR_B bash bench/ab_builds.sh [push|pull] [big|small] [SIZE] [REPEATS]
+#   A=build B=build OPTS_B="--window 4" bash bench/ab_builds.sh ...   # one build, two option sets
 #
 # DIR: a build directory (DIR/rcp/rcp, DIR/rcpd/rcpd) or a directory holding both binaries
 # (cp build/rcp/rcp build/rcpd/rcpd /tmp/before/, say, before rebuilding).
@@ -41,7 +42,7 @@ tck=$(getconf CLK_TCK)
 dcpu() { awk -v t="$tck" '{print ($14 + $15) / t}' "/proc/$1/stat"; }
 for _ in $(seq "$repeats"); do
   for side in A B; do
-    if [ $side = A ]; then pid=$pa port=18561 rcp=$rcp_a; else pid=$pb port=18563 rcp=$rcp_b; fi
+    if [ $side = A ]; then pid=$pa port=18561 rcp=$rcp_a opts=${OPTS_A:-}; else pid=$pb port=18563 rcp=$rcp_b opts=${OPTS_B:-}; fi
     rm -rf "$w/down/src.bin" "$w/exp/up.bin" "$w/down/small" "$w/exp/sd"
     case "$dir.$kind" in
       pull.big) args=("127.0.0.1:b/src.bin" "$w/down/") ;;
@@ -51,7 +52,8 @@ for _ in $(seq "$repeats"); do
       *) echo "ab_builds.sh: push|pull and big|small" >&2; exit 2 ;;
     esac
     c0=$(dcpu "$pid") t0=$(date +%s.%N)
-    perf stat -x, -e task-clock -o "$w/t" "$rcp" --transport tcp --tcp-port "$port" "${args[@]}"
+    # shellcheck disable=SC2086 # OPTS_A/OPTS_B: several options, split on purpose
+    perf stat -x, -e task-clock -o "$w/t" "$rcp" $opts --transport tcp --tcp-port "$port" "${args[@]}"
     t1=$(date +%s.%N) c1=$(dcpu "$pid")
     if [ "$kind" = big ]; then wall=$(echo "$size * 1.048576 / ($t1 - $t0)" | bc -l); else wall=$(echo "($t1 - $t0) * 1000" | bc -l); fi
     echo "$side ${wall%.*} $(grep task-clock "$w/t" | cut -d, -f1 | cut -d. -f1) $(echo "($c1 - $c0) * 1000" | bc -l | cut -d. -f1)"
