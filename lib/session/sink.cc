@@ -30,6 +30,7 @@
 #include "session/pool.h"
 #include "session/walk_totals.h"
 #include "session/xattr_pieces.h"
+#include "transport/backlog.h"
 #include "util/log.h"
 #include "util/overloaded.h"
 #include "util/test_faults.h"
@@ -211,7 +212,16 @@ class Sink {
       RCP_TRY(post_read(cookie, it->second));
       started = true;
     }
-    for (; !deleted_.empty(); deleted_.pop_front()) {
+    if (finish_seen_ && files_.empty() && !pruned_) {
+      if (pruner_) prune();
+      fix_dirs();  // (after pruning: deleting an entry changes its directory's mtime)
+      pruned_ = true;
+      started = true;
+    }
+    // --delete's removals are this side's own bulk (a million entries, a
+    // million messages): queued only while the peer keeps up with what it
+    // was sent (transport/backlog.h), the rest on later turns, DONE last.
+    for (; !deleted_.empty() && t_.unsent_bytes() < kUnsentSoft; deleted_.pop_front()) {
       RCP_TRY(ch_.send(deleted_.front()));
       started = true;
     }
@@ -223,10 +233,7 @@ class Sink {
       RCP_TRY(ch_.send(d));
       started = true;
     }
-    if (finish_seen_ && files_.empty() && !done_sent_) {
-      if (pruner_) prune();
-      fix_dirs();  // (after pruning: deleting an entry changes its directory's mtime)
-      for (; !deleted_.empty(); deleted_.pop_front()) RCP_TRY(ch_.send(deleted_.front()));  // (before DONE)
+    if (pruned_ && deleted_.empty() && !done_sent_) {
       RCP_TRY(ch_.send(wire::Done{stats_.files_ok, stats_.files_failed, stats_.files_deleted}));
       done_sent_ = true;
       started = true;
@@ -963,6 +970,7 @@ class Sink {
   bool inline_asked_ = false, inline_top_ = false, inline_answer_ = false;  // writes_inline()'s last answer ...
   std::weak_ptr<Fd> inline_dir_;                                            // ... and its directory
   std::deque<wire::EntryDeleted> deleted_;  // --delete's removals, sent before DONE
+  bool pruned_ = false;                     // every file is in; pruned (--delete) and directories fixed
   std::unordered_map<uint64_t, Pending> pending_;
   std::unordered_map<uint64_t, Write> writes_;
   std::vector<uint32_t> done_slots_;

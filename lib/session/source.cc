@@ -25,6 +25,7 @@
 #include "session/slot_map.h"
 #include "session/walk_totals.h"
 #include "session/xattr_pieces.h"
+#include "transport/backlog.h"
 #include "util/log.h"
 #include "util/overloaded.h"
 #include "util/test_faults.h"
@@ -148,6 +149,10 @@ class Source {
   Status pump(bool& started) {
     RCP_TRY(drain_inline(started));
     for (;;) {
+      // What this side says of its own accord (files, skips, holes: a
+      // million unreadable files are a million FILE_SKIPPED in one turn)
+      // waits while the peer has not read what it was sent (transport/backlog.h).
+      if (t_.unsent_bytes() >= kUnsentSoft) break;
       if (!cur_) {
         if (!more() || files_.size() >= kMaxFilesInFlight || unended_ >= std::clamp<uint32_t>(opt_.max_files_open, 1, kMaxFilesOpen)) break;
         RCP_TRY(open_next(started));

@@ -86,8 +86,13 @@ class Transport {
   /// Releases a registration (before the memory is freed).
   virtual void deregister_memory(uint32_t key) = 0;
 
-  /// Queues one control message (a whole encoded wire message).
+  /// Queues one control message (a whole encoded wire message). Refused
+  /// (ENOBUFS) when it would take what is held for the peer past kMaxUnsent
+  /// (transport/backlog.h): a peer that does not read.
   virtual Status send(std::span<const uint8_t> message) = 0;
+  /// What control messages held for the peer cost now (unsent_cost each):
+  /// queued, or handed to the kernel or the NIC and not yet sent.
+  virtual size_t unsent_bytes() const = 0;
 
   /// Starts pulling `wrs` (one chunk: contiguous remote bytes under rkey,
   /// scattered over local registered memory). One read_done event with this

@@ -855,6 +855,12 @@ else
     timeout 60 "$rawpeer" "$addr" "$tport" read-probe flood data/size48M 16 > "$work/raw" 2>&1; rc=$?
     check "a client asking for reads it never reads is cut off ($(cat "$work/raw"))" test $rc = 0
     check "  ... and the daemon says why" grep -q "read replies waiting and asks for more (16 reads in flight agreed)" "$dlog"
+    # A client that announces files and never reads the answers (each FILE_RESULT quotes the
+    # refused 3,000-byte name): the daemon holds at most 32 MiB for it (transport/backlog.h), then
+    # ends that session; before the bound it held every answer (300,000 files: 385 MB of RSS)
+    timeout 120 "$rawpeer" "$addr" "$tport" unread-answers data 400000 > "$work/raw" 2>&1; rc=$?
+    check "a client that never reads the answers to its files is cut off ($(cat "$work/raw"))" test $rc = 0
+    check "  ... and the daemon says why" grep -q "does not read what it is sent: .* at most 32 MiB are held for a peer" "$dlog"
     check "daemon still running after the read probes" kill -0 "$dpid"
     rm -f "$out/after-probes"
     rcp "$addr:data/size1M+1" "$out/after-probes"

@@ -21,6 +21,11 @@
 // truncated AUTH_REQUEST;
 // prints the daemon's answer ("refused: TEXT" for an ERROR, or that it hung up).
 //   rawpeer HOST PORT first-message done|unknown-type|auth-challenge|auth-truncated
+// unread-answers opens a put and announces up to N files whose names the daemon refuses (each
+// answered with a FILE_RESULT that quotes the 3,000-byte name), never reading an answer: the
+// daemon must hang up once what it holds for this peer reaches its bound (transport/backlog.h),
+// not hold every answer. Exit 0 when it hung up, printing after how many files.
+//   rawpeer HOST PORT unread-answers MODULE/DIR N
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -35,10 +40,12 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "wire/auth_messages.h"
 #include "wire/codec.h"
+#include "session/ledger.h"
 #include "wire/messages.h"
 
 namespace {
@@ -476,6 +483,54 @@ int open_get(int fd, const std::string& path, std::vector<std::string> more, boo
   return 0;
 }
 
+int unread_answers(int fd, const std::string& path, uint32_t n) {
+  send_all(fd, valid_hello(0, 0, 64 * 1024));
+  std::vector<uint8_t> theirs(rcp::wire::kHelloTokenSize);
+  if (!recv_exact(fd, theirs.data(), theirs.size())) return 1;
+  rcp::wire::Open open;
+  open.op = rcp::wire::Op::put;
+  open.path = path;
+  open.flags = rcp::wire::kOpenMulti;
+  std::vector<uint8_t> msg;
+  if (!rcp::wire::encode(open, msg).ok()) return 2;
+  send_all(fd, frame(kFrameMsg, 0, msg));
+  Frame f;
+  if (!next_frame(fd, f) || f.kind != kFrameMsg) return 1;
+  auto ok = rcp::wire::decode(f.payload);
+  if (!ok.ok() || !std::holds_alternative<rcp::wire::OpenOk>(ok.value())) {
+    std::printf("the put was not opened\n");
+    return 1;
+  }
+  const rcp::wire::Digest empty = rcp::FileLedger(rcp::Checksum::xxh128, 0).file_digest();
+  const std::string stem = "../" + std::string(3000, 'u');
+  for (uint32_t id = 1; id <= n; ++id) {
+    std::vector<uint8_t> out;
+    for (const rcp::wire::Message& m : {rcp::wire::Message{rcp::wire::FileBegin{id, 0, 0100644, 0, stem + std::to_string(id)}},
+                                        rcp::wire::Message{rcp::wire::FileEnd{id, 0, empty}}}) {
+      msg.clear();
+      if (!rcp::wire::encode(m, msg).ok()) return 2;
+      auto fr = frame(kFrameMsg, 0, msg);
+      out.insert(out.end(), fr.begin(), fr.end());
+    }
+    for (size_t off = 0; off < out.size();) {
+      const ssize_t k = send(fd, out.data() + off, out.size() - off, MSG_NOSIGNAL);
+      if (k <= 0) {
+        std::printf("the daemon hung up after %u files announced\n", id - 1);
+        return 0;
+      }
+      off += static_cast<size_t>(k);
+    }
+  }
+  // All sent: the daemon may still be answering; it must hang up without being read.
+  pollfd p{fd, POLLRDHUP, 0};
+  if (poll(&p, 1, 30000) == 1) {
+    std::printf("the daemon hung up after all %u files were announced\n", n);
+    return 0;
+  }
+  std::printf("the daemon held every answer to %u files and did not hang up\n", n);
+  return 1;
+}
+
 int first_message(int fd, const std::string& kind) {
   send_all(fd, valid_hello(0, 0, 64 * 1024));
   std::vector<uint8_t> theirs(rcp::wire::kHelloTokenSize);
@@ -538,6 +593,11 @@ int main(int argc, char** argv) {
   std::string mode = argv[3];
   if ((mode == "open-get" || mode == "open-get-relative") && argc > 4) {
     int rc = open_get(fd, argv[4], std::vector<std::string>(argv + 5, argv + argc), mode == "open-get-relative");
+    close(fd);
+    return rc;
+  }
+  if (mode == "unread-answers" && argc > 5) {
+    int rc = unread_answers(fd, argv[4], static_cast<uint32_t>(std::atoi(argv[5])));
     close(fd);
     return rc;
   }

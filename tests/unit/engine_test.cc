@@ -34,6 +34,7 @@
 #include "session/ledger.h"
 #include "session/session.h"
 #include "session/xattr_pieces.h"
+#include "transport/backlog.h"
 #include "wire/messages.h"
 
 using namespace rcp;
@@ -1651,6 +1652,79 @@ TEST_CASE("dry run: nothing written or pulled; both ends list what a real run th
   CHECK(real_sink.lines == sink_items.lines);  // the real run did what the dry run listed
   CHECK(r.sink->value().files_skipped == 1);
   CHECK(read_file(dst.str("f")) == read_file(f));
+}
+
+// ---------------------------------------------------------------- a peer that stops reading
+
+namespace {
+/// Types side `from` delivered so far.
+std::vector<wire::MsgType> sent_by(const FakeLink& link, Side from) { return link.seen().sent[static_cast<int>(from)]; }
+size_t count_type(const std::vector<wire::MsgType>& v, wire::MsgType t) { return static_cast<size_t>(std::count(v.begin(), v.end(), t)); }
+}  // namespace
+
+TEST_CASE("--delete's removals and DONE wait while the peer has not read what it was sent, then all go") {
+  TempDir top;
+  const std::string dst = top.str("dest");
+  std::filesystem::create_directories(dst);
+  for (int i = 0; i < 5; ++i) std::ofstream(dst + "/stray" + std::to_string(i)) << "x";
+  FakeLink link;
+  ScriptedSource s(link, pattern(kChunk, 31));
+  PruneOptions po;
+  po.root = true;
+  link.set_unsent(Side::b, kUnsentSoft);  // the sink's transport holds 4 MiB its peer has not read
+  SinkThread sink(link.b(), dst, options(), std::nullopt, po);
+  s.send(wire::Finish{});
+  // The removals themselves happen (they are this side's work)...
+  for (int i = 0; i < 600 && std::filesystem::exists(dst + "/stray4"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE_FALSE(std::filesystem::exists(dst + "/stray4"));
+  // ...their reports and DONE do not, over several of the loop's 200 ms ticks.
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  auto held = sent_by(link, Side::b);
+  CHECK(count_type(held, wire::MsgType::entry_deleted) == 0);
+  CHECK(count_type(held, wire::MsgType::done) == 0);
+  link.set_unsent(Side::b, 0);  // the peer reads again
+  auto& r = sink.join();
+  REQUIRE(r.ok());
+  CHECK(r->files_deleted == 5);
+  auto after = sent_by(link, Side::b);
+  CHECK(count_type(after, wire::MsgType::entry_deleted) == 5);
+  REQUIRE_FALSE(after.empty());
+  CHECK(after.back() == wire::MsgType::done);  // DONE after every removal it counts
+}
+
+TEST_CASE("a source says nothing of its own accord while its peer has not read what it was sent") {
+  // 300 names that cannot be opened: 300 FILE_SKIPPED the source would
+  // otherwise queue in one turn (a tree of unreadable files: as many).
+  TempDir src, dst;
+  std::vector<std::string> paths;
+  for (int i = 0; i < 300; ++i) paths.push_back(src.str("missing" + std::to_string(i)));
+  FakeLink link;
+  link.set_unsent(Side::a, kUnsentSoft);
+  SinkThread sink(link.b(), dst.str(), options());
+  SourceThread source(link.a(), paths, options());
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  CHECK(count_type(sent_by(link, Side::a), wire::MsgType::file_skipped) == 0);
+  link.set_unsent(Side::a, 0);
+  auto& r = source.join();
+  REQUIRE(r.ok());
+  CHECK(r->files_failed == 300);
+  CHECK(count_type(sent_by(link, Side::a), wire::MsgType::file_skipped) == 300);
+  (void)sink.join();
+}
+
+TEST_CASE("a sink whose peer has left kMaxUnsent unread ends the session, naming the peer") {
+  TempDir dst;
+  FakeLink link;
+  ScriptedSource s(link, pattern(kChunk, 31));
+  link.set_unsent(Side::b, kMaxUnsent);  // a client that announces files and never reads the answers
+  SinkThread sink(link.b(), dst.str(), options());
+  s.send(wire::FileBegin{1, 0, S_IFREG | 0644, 0, "empty"});
+  s.send(wire::FileEnd{1, 0, ScriptedSource::file_digest(0, {})});
+  auto& r = sink.join();
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == ENOBUFS);
+  CHECK(r.error().message().find("fake-a does not read") != std::string::npos);
 }
 
 TEST_CASE("dry run with --delete: lists what would go, removes nothing; a real run removes exactly that") {

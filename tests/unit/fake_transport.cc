@@ -7,6 +7,8 @@
 #include <cstring>
 #include <fmt/core.h>
 
+#include "transport/backlog.h"
+
 namespace rcp::test {
 
 /// One endpoint; all state lives in the link, under its mutex (the two
@@ -42,6 +44,8 @@ class FakeEnd : public Transport {
   Status send(std::span<const uint8_t> message) override {
     auto m = wire::decode(message);
     std::lock_guard lk(link_.mu_);
+    if (const size_t held = link_.st_[side_].unsent; held + unsent_cost(message.size()) > kMaxUnsent)
+      return unsent_error(peer(), held, 0);
     if (!m.ok()) {
       link_.seen_.violations.push_back("undecodable message: " + m.error().context);
       return make_error(EPROTO, "fake: undecodable message");
@@ -55,6 +59,11 @@ class FakeEnd : public Transport {
     hook(m.value(), out);
     for (auto& x : out) link_.deliver_locked(side_, x);
     return {};
+  }
+
+  size_t unsent_bytes() const override {
+    std::lock_guard lk(link_.mu_);
+    return link_.st_[side_].unsent;
   }
 
   Status read(uint64_t cookie, uint32_t rkey, std::span<const ReadWr> wrs) override {
@@ -169,6 +178,13 @@ Transport& FakeLink::end(Side s) { return *ends_[static_cast<int>(s)]; }
 void FakeLink::set_hook(Side from, Hook h) {
   std::lock_guard lk(mu_);
   st_[static_cast<int>(from)].hook = std::move(h);
+}
+
+void FakeLink::set_unsent(Side s, size_t bytes) {
+  std::lock_guard lk(mu_);
+  st_[static_cast<int>(s)].unsent = bytes;
+  const uint64_t one = 1;  // wake its loop: it may send again
+  (void)!::write(st_[static_cast<int>(s)].efd.get(), &one, sizeof one);
 }
 
 void FakeLink::set_read_hook(ReadHook h) {

@@ -58,6 +58,9 @@ class FakeLink {
   void set_read_hook(ReadHook h);
   /// Delivers m to the side opposite `from` as if `from` had sent it (no hook).
   void inject(Side from, const wire::Message& m);
+  /// What side s's transport reports held for its peer (unsent_bytes): a
+  /// test plays a peer that stops reading, then one that reads again.
+  void set_unsent(Side s, size_t bytes);
   /// `from` hangs up: the other side gets a closed event.
   void close(Side from, std::string why);
 
@@ -85,6 +88,7 @@ class FakeLink {
     uint32_t reads_out = 0;  // work requests of reads whose read_done poll() has not handed out
     std::map<uint64_t, uint32_t> read_wrs;  // cookie -> its work requests
     Hook hook;
+    size_t unsent = 0;
     Fd efd;
   };
   void deliver_locked(int from, const wire::Message& m);

@@ -9,6 +9,7 @@
 
 #include "hash/digest.h"
 #include "transport/rdma/cm.h"
+#include "transport/backlog.h"
 #include "transport/rdma/wr_id.h"
 #include "util/log.h"
 #include "util/test_faults.h"
@@ -259,8 +260,16 @@ Status Connection::send(std::span<const uint8_t> message) {
   return flush();
 }
 
+size_t Connection::unsent_bytes() const {
+  size_t n = ctl_->unsent();
+  for (const auto& m : held_) n += unsent_cost(m.size());  // (only while control moves to another rail)
+  return n;
+}
+
 Status Connection::queue_control(std::span<const uint8_t> message) {
-  if (!moving_) return ctl_->queue(message);
+  if (!moving_) return ctl_->queue(message);  // (which bounds what it holds)
+  if (const size_t held = unsent_bytes(); held + unsent_cost(message.size()) > kMaxUnsent)
+    return unsent_error(peer_name_, held, ctl_->unsent_messages() + held_.size());
   if (message.size() > peer_msg_size_ || message.empty())
     return make_error(EMSGSIZE, fmt::format("control message of {} bytes for {}", message.size(), peer_name_));
   held_.emplace_back(message.begin(), message.end());

@@ -92,6 +92,7 @@ class Connection final : public Transport {
   int wait_fd() const override { return ep_.get(); }
   Status arm() override;
   bool send_pending() const override { return ctl_->pending() || !held_.empty(); }
+  size_t unsent_bytes() const override;
   std::vector<RailStat> rail_stats() const override;
 
  private:

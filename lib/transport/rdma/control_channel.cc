@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <fmt/core.h>
 
+#include "transport/backlog.h"
 #include "transport/rdma/wr_id.h"
 #include "util/log.h"
 
@@ -59,7 +61,11 @@ void ControlChannel::set_peer(uint32_t peer_depth, uint32_t peer_msg_size, std::
 Status ControlChannel::queue(std::span<const uint8_t> message) {
   if (message.size() > peer_msg_size_ || message.empty())
     return make_error(EMSGSIZE, fmt::format("control message of {} bytes for {}", message.size(), peer_));
+  // A peer that grants no credits (never reposts its receives) leaves every
+  // message here: bounded, as over TCP.
+  if (unsent_ + unsent_cost(message.size()) > kMaxUnsent) return unsent_error(peer_, unsent_, out_.size());
   out_.emplace_back(message.begin(), message.end());
+  unsent_ += unsent_cost(message.size());
   return {};
 }
 
@@ -69,6 +75,7 @@ Status ControlChannel::flush() {
     auto& m = out_.front();
     std::memcpy(send_buf(free_send_.back()), m.data(), m.size());
     RCP_TRY(post_send(static_cast<uint32_t>(m.size())));
+    unsent_ -= unsent_cost(m.size());
     out_.pop_front();
   }
   // Grant credits explicitly when enough piled up and nothing carries them.
@@ -123,7 +130,8 @@ void ControlChannel::on_recv(uint64_t index, const ibv_wc& wc, std::vector<Trans
 
 std::deque<std::vector<uint8_t>> ControlChannel::stop() {
   stopped_ = true;
-  return std::move(out_);
+  unsent_ = 0;
+  return std::exchange(out_, {});
 }
 
 void ControlChannel::on_send(uint64_t index) {

@@ -41,13 +41,17 @@ class ControlChannel {
   /// largest message it takes; `peer` names it in errors.
   void set_peer(uint32_t peer_depth, uint32_t peer_msg_size, std::string peer);
 
-  /// Queues one whole message (not empty, not larger than the peer takes).
+  /// Queues one whole message (not empty, not larger than the peer takes,
+  /// not past kMaxUnsent held: transport/backlog.h).
   Status queue(std::span<const uint8_t> message);
   /// Posts queued messages while credits and send buffers last, then a
   /// credit-only send if enough grants piled up and nothing carried them.
   Status flush();
   /// Messages queued or sends not yet completed.
   bool pending() const { return !out_.empty() || free_send_.size() < depth_; }
+  /// What the messages queued and not yet posted cost (transport/backlog.h).
+  size_t unsent() const { return unsent_; }
+  size_t unsent_messages() const { return out_.size(); }
 
   /// A receive completed successfully: takes the credits it returned,
   /// delivers its message and posts the buffer again.
@@ -100,6 +104,7 @@ class ControlChannel {
   std::string peer_ = "?";
   std::vector<uint32_t> free_send_;
   std::deque<std::vector<uint8_t>> out_;
+  size_t unsent_ = 0;  ///< unsent_cost() of out_'s messages
   ControlLog log_;
   bool logging_ = false;
   uint64_t received_ = 0;

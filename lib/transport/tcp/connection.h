@@ -78,6 +78,7 @@ struct OutItem {
   size_t data_len = 0;
   size_t sent = 0;  // of head.size() + data_len
   bool reply = false;  // answers a peer's READ_REQ (counted in replies_owed_)
+  uint32_t cost = 0;   // a control message: what it adds to unsent_ (transport/backlog.h)
 };
 
 /// One TCP connection of the session and its I/O state.
@@ -135,6 +136,7 @@ class TcpTransport final : public Transport {
   int wait_fd() const override { return ring_->event_fd(); }
   Status arm() override;
   bool send_pending() const override;
+  size_t unsent_bytes() const override { return unsent_; }
   bool encrypted() const override { return !streams_.empty() && streams_[0]->tls != nullptr; }
   std::vector<uint8_t> channel_binding() const override {
     return encrypted() ? streams_[0]->tls->channel_binding() : std::vector<uint8_t>{};
@@ -154,6 +156,7 @@ class TcpTransport final : public Transport {
   void on_send_done(Stream& s, uint64_t seq, int res, uint32_t flags, std::vector<TransportEvent>& events);
   bool reads_on(uint32_t stream) const;
   void close_with(std::vector<TransportEvent>& events, std::string why);
+  void sent_whole(const OutItem& it);
   // framing.cc: received frames
   Status parse(uint32_t i, Stream& s, std::vector<TransportEvent>& events);
   Status fill_read(Stream& s, std::vector<TransportEvent>& events);
@@ -176,6 +179,9 @@ class TcpTransport final : public Transport {
   // Answers to the peer's READ_REQs queued and not yet handed to the kernel
   // (or to TLS), over all streams: serve_read() bounds them.
   uint32_t replies_owed_ = 0;
+  // Control messages queued and not yet handed over whole (to the kernel,
+  // or to TLS): what they cost and how many (send() bounds them).
+  size_t unsent_ = 0, unsent_msgs_ = 0;
   uint64_t next_stream_ = 0;
   bool closed_ = false;
   std::string tls_error_;  // an encryption failure in pump(), reported by poll()

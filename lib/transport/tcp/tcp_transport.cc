@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fmt/core.h>
 
+#include "transport/backlog.h"
 #include "transport/tcp/completion_id.h"
 #include "transport/tcp/connection.h"
 #include "transport/tcp/framing.h"
@@ -124,7 +125,12 @@ void TcpTransport::deregister_memory(uint32_t key) {
 }
 
 Status TcpTransport::send(std::span<const uint8_t> message) {
+  const size_t cost = unsent_cost(message.size() + kFrameHeader);
+  if (unsent_ + cost > kMaxUnsent) return unsent_error(peer_, unsent_, unsent_msgs_);
   OutItem it;
+  it.cost = static_cast<uint32_t>(cost);
+  unsent_ += cost;
+  ++unsent_msgs_;
   put_frame_header(*it.head, kMsg, static_cast<uint32_t>(message.size()), 0);
   it.head->insert(it.head->end(), message.begin(), message.end());
   streams_[0]->out.push_back(std::move(it));
@@ -379,8 +385,7 @@ void TcpTransport::on_send_done(Stream& s, uint64_t seq, int res, uint32_t flags
       break;
     }
   }
-  for (size_t j = 0; j < k; ++j)
-    if (s.sending[j].reply) --replies_owed_;
+  for (size_t j = 0; j < k; ++j) sent_whole(s.sending[j]);
   // What was not (fully) sent goes back to the front, in order.
   for (size_t j = s.sending.size(); j > k; --j) s.out.push_front(std::move(s.sending[j - 1]));
   s.sending.clear();
@@ -390,6 +395,15 @@ bool TcpTransport::reads_on(uint32_t stream) const {
   for (const auto& [cookie, pr] : reads_)
     if (pr.stream == stream) return true;
   return false;
+}
+
+/// An item left whole: what it held is released.
+void TcpTransport::sent_whole(const OutItem& it) {
+  if (it.reply) --replies_owed_;
+  if (it.cost) {
+    unsent_ -= it.cost;
+    --unsent_msgs_;
+  }
 }
 
 void TcpTransport::close_with(std::vector<TransportEvent>& events, std::string why) {

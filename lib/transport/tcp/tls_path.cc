@@ -103,7 +103,7 @@ void TcpTransport::submit_tls_send(uint32_t i, Stream& s) {
         return;
       }
       batch += it.head->size() + it.data_len;
-      if (it.reply) --replies_owed_;
+      sent_whole(it);  // (its ciphertext is bounded by the batch)
       s.out.pop_front();
     }
     s.tls_tx.clear();
