@@ -5,6 +5,7 @@
 // queue without a device (its queue is plain memory until flushed).
 #include <doctest/doctest.h>
 
+#include <future>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "transport/rdma/control_channel.h"
 #include "transport/tcp/connection.h"
 #include "transport/tcp/framing.h"
+#include "transport/tcp/tls.h"
 #include "util/fd.h"
 #include "wire/messages.h"
 
@@ -22,16 +24,33 @@ namespace {
 
 struct Pair {
   std::unique_ptr<tcp::TcpTransport> client, daemon;
-  Pair() {
+  /// encrypted: TLS 1.3 on the stream (in user space where the kernel has no kTLS).
+  explicit Pair(bool encrypted = false) {
     Fd a, b;
     REQUIRE(test::tcp_pair(a, b));
+    std::unique_ptr<tcp::TlsStream> ta, tb;
+    if (encrypted) {
+      auto sctx = tcp::TlsContext::server();
+      auto cctx = tcp::TlsContext::client();
+      REQUIRE(sctx.ok());
+      REQUIRE(cctx.ok());
+      auto server = std::async(std::launch::async, [&] {
+        return tcp::TlsStream::handshake(**sctx, b.get(), tcp::Deadline::in(10000), "the client");
+      });
+      auto c = tcp::TlsStream::handshake(**cctx, a.get(), tcp::Deadline::in(10000), "the daemon");
+      auto s = server.get();
+      REQUIRE(c.ok());
+      REQUIRE(s.ok());
+      ta = std::move(c.value());
+      tb = std::move(s.value());
+    }
     Negotiated n;
     n.reads_in_flight = 8;
     n.max_chunk = wire::kMaxChunk;
     client = std::make_unique<tcp::TcpTransport>("the daemon", n, false);
     daemon = std::make_unique<tcp::TcpTransport>("the client", n, false);
-    REQUIRE(client->init(std::move(a)).ok());
-    REQUIRE(daemon->init(std::move(b)).ok());
+    REQUIRE(client->init(std::move(a), std::move(ta)).ok());
+    REQUIRE(daemon->init(std::move(b), std::move(tb)).ok());
   }
 };
 
@@ -78,8 +97,12 @@ TEST_CASE("tcp: answers to a peer that never reads end at kMaxUnsent, naming the
   MESSAGE(sent, " answers queued before the refusal (", p.daemon->unsent_bytes() >> 20, " MiB held)");
 }
 
-TEST_CASE("tcp: a peer that reads gets every message, past kMaxUnsent in all, and nothing stays held") {
-  Pair p;
+namespace {
+/// A peer that reads as it goes gets every one of 2 x kMaxUnsent worth of
+/// messages, and nothing stays counted once all are sent.
+void reader_gets_everything(bool encrypted) {
+  Pair p(encrypted);
+  CHECK(p.daemon->encrypted() == encrypted);
   const size_t total = 2 * kMaxUnsent / unsent_cost(file_result(1).size() + tcp::kFrameHeader);
   size_t got = 0;
   for (uint32_t id = 1; id <= total; ++id) {
@@ -96,6 +119,15 @@ TEST_CASE("tcp: a peer that reads gets every message, past kMaxUnsent in all, an
   CHECK(got == total);
   for (int i = 0; i < 1000 && p.daemon->unsent_bytes() != 0; ++i) (void)poll_messages(*p.daemon);
   CHECK(p.daemon->unsent_bytes() == 0);
+}
+}  // namespace
+
+TEST_CASE("tcp: a peer that reads gets every message, past kMaxUnsent in all, and nothing stays held") {
+  reader_gets_everything(false);
+}
+
+TEST_CASE("tcp + TLS: the same through the encrypted path (user-space TLS where the kernel has no kTLS)") {
+  reader_gets_everything(true);
 }
 
 TEST_CASE("rdma control channel: a peer granting no credits leaves at most kMaxUnsent queued") {
