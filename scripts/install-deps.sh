@@ -38,6 +38,7 @@ runtime_pkgs=(
     parallel     # the shard suite runs packaging/examples/parallel-shards.sh
     python3-yaml # the Kubernetes example's manifest check (tests/integration/k8s_manifest_check.py)
     slurm-wlm munge  # tests/integration/shard_slurm.sh: a single-node Slurm job array on localhost
+    strace       # the copy suite checks the source takes O_NONBLOCK off before reading through io_uring
 )
 vm_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
 # systemd: systemd-analyze (unit scoring) and systemd-sysusers (the rcpd user) in the package test.

@@ -94,7 +94,8 @@ Result<SourceFile> open_listed_file(int dir_fd, const std::string& leaf, std::st
 /// kernel and the file system, a buffered read that would wait can fail with
 /// EAGAIN instead of going to a worker; Linux 6.1 and 6.18 retried on ext4,
 /// sysfs and 9p alike), so a reader going through the ring calls this once
-/// first. One fcntl a file saved:
+/// first (the copy suite checks the F_SETFL with strace: no copy on these
+/// kernels fails without it). One fcntl a file saved:
 /// 10,000 x 4 KiB pushed from tmpfs, the sending rcp's task-clock -10 %
 /// (bench/README.md).
 Status clear_nonblock(int fd, const std::string& shown);

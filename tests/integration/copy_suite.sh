@@ -865,6 +865,25 @@ else
     rm -f "$out/after-probes"
     rcp "$addr:data/size1M+1" "$out/after-probes"
     check "daemon serves a copy after the read probes" cmp -s "$src/size1M+1" "$out/after-probes"
+    # The openers leave O_NONBLOCK on a source file (a FIFO swapped in must not block the open);
+    # the source takes it off before its first read through io_uring, where a buffered read that
+    # would wait fails with EAGAIN on file systems without non-blocking reads (NFS, FUSE; none
+    # here, so no copy can show it): strace shows the F_SETFL on the file's descriptor. tmpfs
+    # is read with pread, not through the ring: no F_SETFL there, so that host skips it.
+    fstype=$(stat -f -c %T "$src")
+    if ! command -v strace > /dev/null; then
+      echo "copy_suite: SKIPPING the O_NONBLOCK check: strace not installed (scripts/install-deps.sh installs it)" >&2
+      bad "strace not installed: the source's O_NONBLOCK clear is not checked"
+    elif [ "$fstype" = tmpfs ]; then
+      echo "copy_suite: SKIPPING the O_NONBLOCK check: $src is on tmpfs (read with pread, not through the ring)" >&2
+    else
+      (umask 027; exec timeout 120 strace -f -qq -e trace=openat,fcntl -o "$work/strace" "$RCP" --transport tcp \
+        -P "$rport" --tcp-port "$tport" "$src/size1M+1" "$addr:data/nonblock-check" 2> "$work/err")
+      rc=$?
+      nbfd=$(sed -n 's/.*openat([^"]*"[^"]*\/size1M+1", [A-Z_|]*O_NONBLOCK[A-Z_|]*) = \([0-9]*\)$/\1/p' "$work/strace" | head -n 1)
+      check "the source takes O_NONBLOCK off its file ($fstype, fd ${nbfd:-none}) before reading it through io_uring" \
+        sh -c "[ $rc = 0 ] && [ -n '$nbfd' ] && grep -Eq 'fcntl\($nbfd, F_SETFL, [A-Z_|]+\)' '$work/strace' && ! grep -Eq 'fcntl\($nbfd, F_SETFL, .*O_NONBLOCK' '$work/strace' && cmp -s '$src/size1M+1' '$exp/nonblock-check'"
+    fi
     # a client announcing 2 streams joins 40: one is admitted, the rest refused, none held
     fds_before=$(ls /proc/$dpid/fd | wc -l)
     timeout 60 "$rawpeer" "$addr" "$tport" extra-joins 40 > "$work/raw" 2>&1; rc=$?

@@ -314,10 +314,11 @@ TEST_CASE("engine: a sysfs file (not tmpfs, a page per read) is read through the
   // off before its first read through io_uring, which fails a buffered read
   // that would wait with EAGAIN on file systems without non-blocking read
   // support (NFS, FUSE). Linux 6.1 and 6.18 retry sysfs and ext4 reads in a
-  // worker either way, so this copy does not prove the clear; it proves the
-  // ring path on a file that is not tmpfs (not read inline), whose reads stop
-  // at a page (6.1), and whose bytes must arrive exactly. An ACPI table:
-  // regular, its size true, readable by root.
+  // worker either way, so this copy does not prove the clear (the copy
+  // suite does, with strace); it proves the ring path on a file that is not
+  // tmpfs (not read inline), whose reads stop at a page (6.1), and whose
+  // bytes must arrive exactly. An ACPI table: regular, its size true,
+  // readable by root.
   const std::string table = "/sys/firmware/acpi/tables/DSDT";
   Fd probe(::open(table.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
