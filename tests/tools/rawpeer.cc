@@ -455,18 +455,25 @@ int read_probe(int fd, const std::string& where, const std::string& path, uint32
 /// `relative`, --files-from's form) exactly as given, bypassing the client's
 /// own cleaning, and prints what comes back: "refused: TEXT" for an ERROR,
 /// "sent: NAME" for each FILE_BEGIN, "skipped: TEXT" for each FILE_SKIPPED.
-int open_get(int fd, const std::string& path, std::vector<std::string> more, bool relative) {
+/// A valid hello, the daemon's token, then `open`: 0 when sent, 1 if the
+/// daemon did not answer the hello, 2 if `open` does not encode.
+int hello_and_open(int fd, const rcp::wire::Open& open) {
   send_all(fd, valid_hello(0, 0, 64 * 1024));
   std::vector<uint8_t> theirs(rcp::wire::kHelloTokenSize);
   if (!recv_exact(fd, theirs.data(), theirs.size())) return 1;
+  std::vector<uint8_t> msg;
+  if (!rcp::wire::encode(open, msg).ok()) return 2;
+  send_all(fd, frame(kFrameMsg, 0, msg));
+  return 0;
+}
+
+int open_get(int fd, const std::string& path, std::vector<std::string> more, bool relative) {
   rcp::wire::Open open;
   open.op = rcp::wire::Op::get;
   open.path = path;
   open.more = std::move(more);
   if (relative) open.flags |= rcp::wire::kOpenRelative;
-  std::vector<uint8_t> msg;
-  if (!rcp::wire::encode(open, msg).ok()) return 2;
-  send_all(fd, frame(kFrameMsg, 0, msg));
+  if (int rc = hello_and_open(fd, open); rc != 0) return rc;
   Frame f;
   while (next_frame(fd, f)) {
     if (f.kind != kFrameMsg) continue;
@@ -484,16 +491,11 @@ int open_get(int fd, const std::string& path, std::vector<std::string> more, boo
 }
 
 int unread_answers(int fd, const std::string& path, uint32_t n) {
-  send_all(fd, valid_hello(0, 0, 64 * 1024));
-  std::vector<uint8_t> theirs(rcp::wire::kHelloTokenSize);
-  if (!recv_exact(fd, theirs.data(), theirs.size())) return 1;
   rcp::wire::Open open;
   open.op = rcp::wire::Op::put;
   open.path = path;
   open.flags = rcp::wire::kOpenMulti;
-  std::vector<uint8_t> msg;
-  if (!rcp::wire::encode(open, msg).ok()) return 2;
-  send_all(fd, frame(kFrameMsg, 0, msg));
+  if (int rc = hello_and_open(fd, open); rc != 0) return rc;
   Frame f;
   if (!next_frame(fd, f) || f.kind != kFrameMsg) return 1;
   auto ok = rcp::wire::decode(f.payload);
@@ -503,6 +505,7 @@ int unread_answers(int fd, const std::string& path, uint32_t n) {
   }
   const rcp::wire::Digest empty = rcp::FileLedger(rcp::Checksum::xxh128, 0).file_digest();
   const std::string stem = "../" + std::string(3000, 'u');
+  std::vector<uint8_t> msg;
   for (uint32_t id = 1; id <= n; ++id) {
     std::vector<uint8_t> out;
     for (const rcp::wire::Message& m : {rcp::wire::Message{rcp::wire::FileBegin{id, 0, 0100644, 0, stem + std::to_string(id)}},
