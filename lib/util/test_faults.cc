@@ -26,6 +26,7 @@ TestFaults parse_test_faults(std::string_view spec) {
     if (k == "rdma-rail-keys-lie") f.rdma_rail_keys_lie = true;
     if (k == "rdma-standby-junk") f.rdma_standby_junk = true;
     if (k == "rdma-credit-overrun") f.rdma_credit_overrun = true;
+    if (k == "rdma-hoard-receives") f.rdma_hoard_receives = true;
     if (k == "rdma-hello-one-qp") f.rdma_hello_one_qp = true;
     if (k == "rdma-rail-stats-lie") f.rdma_rail_stats_lie = static_cast<int>(v);
     if (k == "tamper-control") f.tamper_control = v;

@@ -28,6 +28,11 @@ struct TestFaults {
   bool rdma_rail_keys_lie = false; ///< rcpd: RAIL_KEYS for 4 more registrations than it made (a lying daemon)
   bool rdma_hello_one_qp = false;  ///< rcp: its hello announces 1 QP (as no protocol-11 client does), --streams 1 otherwise
   bool rdma_credit_overrun = false; ///< rcp: credit-only sends without end, ignoring credits (a flooding client)
+  /// A peer that reads slowly but within its credits (rdmapeer unread-answers): a receive that
+  /// carried a message is never posted again (only credit-only ones are), and the last credit
+  /// carries a message too (no reserve for grants). It keeps the other side at one credit,
+  /// enough for grants but never for an answer, while its own messages keep flowing.
+  bool rdma_hoard_receives = false;
   bool rdma_standby_junk = false;  ///< rcpd: a message other than CONTROL_MOVED first on a standby control channel
   int rdma_rail_stats_lie = 0;     ///< rcpd's RAIL_STATS lie: 1 = rail 0 read 1 TiB more, 2 = names rail 3 for rail 0
   bool rdma_moved_lie = false;     ///< CONTROL_MOVED claims 1000 more of the peer's sends than were taken

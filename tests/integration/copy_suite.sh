@@ -824,6 +824,23 @@ if [ "$transport" = rdma ]; then
     check "a hello announcing 1 QP gets control + 1 data QP: the pull arrives byte-exact (exit $rc), rcpd then holds $qps QPs" \
       sh -c "[ $rc = 0 ] && cmp -s '$src/size1M+1' '$out/oneqp' && [ $qps = 0 ]" \
       || sed 's/^/    client: /' "$work/oneqp.err" | tail -n 3
+    # A client that reads its answers slowly but within its credits (it posts again only the
+    # receives that carried credits alone, keeping rcpd at one credit: grants flow, answers do
+    # not) and announces files whose names rcpd refuses (each FILE_RESULT quotes 3,000 bytes):
+    # rcpd's control queue holds at most 32 MiB for it (transport/backlog.h), then that session
+    # ends, logged, and the next client is served. Without the bound, rcpd held every answer.
+    if [ -x "$rdmapeer" ]; then
+      timeout 180 "$rdmapeer" "$addr" "$rport" unread-answers data 40000 > "$work/raw" 2>&1; rc=$?
+      check "a client over verbs that never reads the answers to its files is cut off ($(cat "$work/raw"))" test $rc = 0
+      check "  ... and the daemon says why" grep -q "does not read what it is sent: .* at most 32 MiB are held for a peer" "$dlog"
+      sleep 0.5
+      qps=$(rdma resource show qp 2>/dev/null | grep -c "pid $dpid " || true)
+      mrs=$(rdma resource show mr 2>/dev/null | grep -c "pid $dpid " || true)
+      check "  ... and holds none of its QPs or MRs afterwards (QPs $qps, MRs $mrs)" test "$qps" = 0 -a "$mrs" = 0
+      rm -f "$out/after-unread"
+      timeout 30 "$RCP" --transport rdma -P "$rport" "$addr:data/size1M+1" "$out/after-unread" 2> "$work/err"
+      check "  ... and serves the next client" cmp -s "$src/size1M+1" "$out/after-unread"
+    fi
   fi
 else
   # garbage on the TCP port: a truncated hello, frames announcing 4 GiB, random bytes

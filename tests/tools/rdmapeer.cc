@@ -8,6 +8,14 @@
 // then never completes the connection (no RTU), for SECONDS: the daemon's listener must have
 // answered without waiting for it (exit 0 when the accept came), and keep serving others.
 //   rdmapeer HOST PORT never-complete SECONDS
+// unread-answers opens a put over a real connection (the library's RDMA transport) and
+// announces up to N files whose names the daemon refuses (each answered with a FILE_RESULT that
+// quotes the 3,000-byte name), reading slowly but within its credits: a receive that carried an
+// answer is never posted again (RCP_TEST_FAULT=rdma-hoard-receives, set here), so the daemon
+// keeps one credit, enough to send grants and never an answer, while the files keep coming. The
+// daemon must hang up once what it holds for this peer reaches its bound (transport/backlog.h),
+// not hold every answer. Exit 0 when it hung up, printing after how many files.
+//   rdmapeer HOST PORT unread-answers MODULE/DIR N
 #include <netdb.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
@@ -16,10 +24,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <random>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "session/channel.h"
+#include "session/ledger.h"
+#include "transport/connect.h"
 #include "wire/messages.h"
 
 namespace {
@@ -38,14 +51,88 @@ rdma_cm_event_type wait_event(rdma_event_channel* ch, int timeout_ms, std::vecto
   return t;
 }
 
+int unread_answers(const char* host, const char* port, const std::string& path, uint32_t n) {
+  // Before the first use of the fault switches (the transport reads them once).
+  ::setenv("RCP_TEST_FAULT", "rdma-hoard-receives", 1);
+  rcp::ConnectOptions co;
+  co.kind = rcp::TransportKind::rdma;
+  co.rdma_port = static_cast<uint16_t>(std::atoi(port));
+  co.rdma_qps = 1;
+  std::string note;
+  auto t = rcp::connect_transport(host, co, note);
+  if (!t.ok()) {
+    std::printf("rdmapeer unread-answers: cannot connect: %s\n", t.error().message().c_str());
+    return 2;
+  }
+  rcp::Transport& tr = **t;
+  rcp::Channel ch(tr);
+  rcp::wire::Open open;
+  open.op = rcp::wire::Op::put;
+  open.path = path;
+  open.flags = rcp::wire::kOpenMulti;
+  if (!ch.send(open).ok()) return 2;
+  auto ok = ch.receive(10000);
+  if (!ok.ok() || !std::holds_alternative<rcp::wire::OpenOk>(ok.value())) {
+    std::printf("rdmapeer unread-answers: the put was not opened: %s\n",
+                ok.ok() ? "another answer" : ok.error().message().c_str());
+    return 1;
+  }
+  const rcp::wire::Digest empty = rcp::FileLedger(rcp::Checksum::xxh128, 0).file_digest();
+  const std::string stem = "../" + std::string(3000, 'u');
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point give_up = Clock::now() + std::chrono::seconds(120);
+  bool all_sent = false;
+  uint32_t id = 0, answers = 0;
+  std::vector<rcp::TransportEvent> ev;
+  while (Clock::now() < give_up) {
+    // Our own messages flow (the daemon's grants keep coming); only 1 MiB waits here at once.
+    while (id < n && tr.unsent_bytes() < (1u << 20)) {
+      ++id;
+      for (const rcp::wire::Message& m : {rcp::wire::Message{rcp::wire::FileBegin{id, 0, 0100644, 0, stem + std::to_string(id)}},
+                                          rcp::wire::Message{rcp::wire::FileEnd{id, 0, empty}}}) {
+        if (rcp::Status st = ch.send(m); !st.ok()) {
+          std::printf("rdmapeer unread-answers: sending file %u: %s\n", id, st.error().message().c_str());
+          return 1;
+        }
+      }
+    }
+    if (id == n && !all_sent) {
+      all_sent = true;
+      give_up = std::min(give_up, Clock::now() + std::chrono::seconds(30));
+    }
+    // One poll; when it finds nothing, arm, poll again, and only then sleep (transport.h).
+    ev.clear();
+    rcp::Status st = ch.poll(ev);
+    if (st.ok() && ev.empty() && tr.arm().ok()) {
+      st = ch.poll(ev);
+      if (st.ok() && ev.empty()) {
+        pollfd p{tr.wait_fd(), POLLIN, 0};
+        ::poll(&p, 1, 20);
+      }
+    }
+    std::string why = st.ok() ? "" : st.error().message();
+    for (const auto& e : ev) {
+      if (e.kind == rcp::TransportEvent::Kind::closed) why = e.detail.empty() ? "closed" : e.detail;
+      if (e.kind == rcp::TransportEvent::Kind::message) ++answers;
+    }
+    if (!why.empty()) {
+      std::printf("the daemon hung up after %u files announced, %u answers taken (%s)\n", id, answers, why.c_str());
+      return 0;
+    }
+  }
+  std::printf("the daemon held the answers to %u files (%u taken) and did not hang up\n", id, answers);
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: rdmapeer HOST PORT join-random|join-zero|join-short|garbage SEED\n");
+    std::fprintf(stderr, "usage: rdmapeer HOST PORT join-random|join-zero|join-short|garbage SEED | never-complete SECONDS | unread-answers MODULE/DIR N\n");
     return 2;
   }
   const std::string mode = argv[3];
+  if (mode == "unread-answers") return argc > 5 ? unread_answers(argv[1], argv[2], argv[4], static_cast<uint32_t>(std::atoi(argv[5]))) : 2;
   // never-complete's 4th argument is a time, not a seed: seeded by it, three peers started
   // together offered the same QP number, and the IB CM rejects a REQ whose (GID, QPN) an
   // open connection already has as a stale connection (seen: 2 of 3 REJECTED in the guest).

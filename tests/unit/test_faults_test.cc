@@ -37,3 +37,8 @@ TEST_CASE("test faults: the rail switches are flags, off unless named") {
   CHECK(f.rdma_no_standby);
   CHECK(f.rdma_moved_lie);
 }
+
+TEST_CASE("test faults: a hoarding reader (rdmapeer unread-answers) is off unless named") {
+  CHECK_FALSE(parse_test_faults("rdma-credit-overrun").rdma_hoard_receives);
+  CHECK(parse_test_faults("source-delay-ms=5,rdma-hoard-receives").rdma_hoard_receives);
+}

@@ -10,6 +10,7 @@
 #include "transport/backlog.h"
 #include "transport/rdma/wr_id.h"
 #include "util/log.h"
+#include "util/test_faults.h"
 
 namespace rcp::rdma {
 
@@ -71,7 +72,9 @@ Status ControlChannel::queue(std::span<const uint8_t> message) {
 
 Status ControlChannel::flush() {
   if (stopped_) return {};
-  while (!out_.empty() && credits_.can_send_data() && !free_send_.empty()) {
+  // (Test-only, rdma-hoard-receives: the last credit carries a message too.)
+  const bool hoard = test_faults().rdma_hoard_receives;
+  while (!out_.empty() && (credits_.can_send_data() || (hoard && credits_.peer_credits() > 0)) && !free_send_.empty()) {
     auto& m = out_.front();
     std::memcpy(send_buf(free_send_.back()), m.data(), m.size());
     RCP_TRY(post_send(static_cast<uint32_t>(m.size())));
@@ -125,6 +128,8 @@ void ControlChannel::on_recv(uint64_t index, const ibv_wc& wc, std::vector<Trans
     credits_.on_repost();
     return;
   }
+  // (Test-only, rdma-hoard-receives: a buffer that carried a message stays taken.)
+  if (test_faults().rdma_hoard_receives && wc.byte_len > 0) return;
   if (post_recv(static_cast<uint32_t>(index)).ok()) credits_.on_repost();
 }
 
