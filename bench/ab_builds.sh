@@ -21,11 +21,7 @@ read -r rcp_a rcpd_a <<< "$(bin "$A")"
 read -r rcp_b rcpd_b <<< "$(bin "$B")"
 command -v perf > /dev/null || { echo "ab_builds.sh: needs perf (linux-perf)" >&2; exit 2; }
 . "$(dirname "$0")/lib.sh"
-w=$(mktemp -d /dev/shm/rcp-abb.XXXXXX)
-pa='' pb=''
-trap 'kill -TERM $pa $pb 2>/dev/null; wait 2>/dev/null; rm -rf "$w"; release_page_reporting' EXIT
-hold_page_reporting
-echo "$PR_NOTE" >&2
+bench_scratch abb   # sets w (lib.sh)
 mkdir -p "$w/exp" "$w/down" "$w/small"
 if [ "$kind" = big ]; then
   head -c $((size << 20)) /dev/urandom > "$w/src.bin"; cp "$w/src.bin" "$w/exp/src.bin"
@@ -35,8 +31,8 @@ else
   cp -r "$w/small" "$w/exp/small"
   head -c $((1 << 30)) /dev/zero > "$w/warm" && rm -f "$w/warm"
 fi
-"$rcpd_a" --transport tcp --listen 127.0.0.1:18561 -P 18560 --export b="$w/exp" > "$w/a.log" 2>&1 & pa=$!
-"$rcpd_b" --transport tcp --listen 127.0.0.1:18563 -P 18562 --export b="$w/exp" > "$w/b.log" 2>&1 & pb=$!
+"$rcpd_a" --transport tcp --listen 127.0.0.1:18561 -P 18560 --export b="$w/exp" > "$w/a.log" 2>&1 & pa=$!; BG_PIDS+=("$pa")
+"$rcpd_b" --transport tcp --listen 127.0.0.1:18563 -P 18562 --export b="$w/exp" > "$w/b.log" 2>&1 & pb=$!; BG_PIDS+=("$pb")
 for _ in $(seq 100); do grep -q "rcpd: ready" "$w/a.log" && grep -q "rcpd: ready" "$w/b.log" && break; sleep 0.05; done
 tck=$(getconf CLK_TCK)
 dcpu() { awk -v t="$tck" '{print ($14 + $15) / t}' "/proc/$1/stat"; }

@@ -11,19 +11,13 @@ set -eu
 build=${1:-build} dir=${2:-pull} mib=${3:-1024} repeats=${4:-10}
 . "$(dirname "$0")/lib.sh"   # hold_page_reporting: see there and bench/README.md
 RCP=$(cd "$build/rcp" && pwd)/rcp RCPD=$(cd "$build/rcpd" && pwd)/rcpd
-w=$(mktemp -d /dev/shm/rcp-ab.XXXXXX)
-pa='' pb=''
-trap 'kill -TERM $pa $pb 2>/dev/null; wait 2>/dev/null; rm -rf "$w"; release_page_reporting' EXIT
-hold_page_reporting
-echo "$PR_NOTE" >&2
-mkdir -p "$w/exp" "$w/down"
-head -c $((mib << 20)) /dev/urandom > "$w/src.bin"
+bench_scratch ab   # sets w (lib.sh)
+one_file_setup "$w" "$mib"
 cp "$w/src.bin" "$w/exp/src.bin"
-head -c $((2 * mib << 20)) /dev/zero > "$w/warm" && rm -f "$w/warm"   # pages reported before the hold
 # shellcheck disable=SC2086  # the option sets are word lists
-"$RCPD" --transport tcp --listen 127.0.0.1:18511 -P 18510 --export b="$w/exp" ${A_D:-} > "$w/a.log" 2>&1 & pa=$!
+"$RCPD" --transport tcp --listen 127.0.0.1:18511 -P 18510 --export b="$w/exp" ${A_D:-} > "$w/a.log" 2>&1 & pa=$!; BG_PIDS+=("$pa")
 # shellcheck disable=SC2086
-"$RCPD" --transport tcp --listen 127.0.0.1:18513 -P 18512 --export b="$w/exp" ${B_D:-} > "$w/b.log" 2>&1 & pb=$!
+"$RCPD" --transport tcp --listen 127.0.0.1:18513 -P 18512 --export b="$w/exp" ${B_D:-} > "$w/b.log" 2>&1 & pb=$!; BG_PIDS+=("$pb")
 for _ in $(seq 100); do grep -q "rcpd: ready" "$w/a.log" && grep -q "rcpd: ready" "$w/b.log" && break; sleep 0.05; done
 tck=$(getconf CLK_TCK)
 dcpu() { awk -v t="$tck" '{print ($14 + $15) / t}' "/proc/$1/stat"; }

@@ -52,6 +52,27 @@ release_page_reporting() {
     PR_WAS=()
 }
 
+# bench_scratch NAME: w = a fresh directory /dev/shm/rcp-NAME.*, free page reporting held (its
+# note on stderr); at exit the processes listed in BG_PIDS (the script's daemons, a perf) are
+# stopped, w removed and reporting restored.
+BG_PIDS=()
+bench_scratch() {
+    w=$(mktemp -d "/dev/shm/rcp-$1.XXXXXX")
+    trap '[ ${#BG_PIDS[@]} = 0 ] || kill -TERM "${BG_PIDS[@]}" 2> /dev/null || true; wait 2> /dev/null || true
+          rm -rf "$w"; release_page_reporting' EXIT
+    hold_page_reporting
+    echo "$PR_NOTE" >&2
+}
+
+# one_file_setup DIR MIB: DIR/exp and DIR/down, DIR/src.bin of MIB MiB of random bytes, and
+# twice that of tmpfs written once and freed, so those pages were reported before a hold
+# (hold_page_reporting first; the A/B and profiling scripts on one large file).
+one_file_setup() {
+    mkdir -p "$1/exp" "$1/down"
+    head -c $(($2 << 20)) /dev/urandom > "$1/src.bin"
+    head -c $((2 * $2 << 20)) /dev/zero > "$1/warm" && rm -f "$1/warm"
+}
+
 # proc_cpu PID -> REPLY = utime+stime+cutime+cstime of PID in clock ticks (children count
 # once they have been reaped: rsync --daemon and sshd fork one process tree per session),
 # or "" when there is no such process.
