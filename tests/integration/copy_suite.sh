@@ -8,7 +8,7 @@
 #            (default 127.0.0.1; in the soft-RoCE guest $RXE_ADDR_B)
 # Prints PASS/FAIL lines and ends with "N passed, N failed"; exit status 1 if any failed.
 set -u
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # suite_args, suite_bins, writing_into, no_temps
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # suite_args, suite_bins, writing_into, no_temps, logged
 suite_args copy_suite "$@"
 suite_bins copy_suite
 if [ "$transport" = rdma ] && ! ls /sys/class/infiniband/ 2>/dev/null | grep -q .; then
@@ -853,6 +853,22 @@ else
     rss=$(awk '/VmHWM/ {print $2}' /proc/$dpid/status)
     check "daemon never allocated what garbage claimed (peak RSS ${rss} KiB < 200 MiB)" test "$rss" -lt 204800
     check "daemon logged the refusals" grep -q "refused" "$dlog"
+    check "  ... a hello cut short as the peer hanging up during it, not a timeout" \
+      logged "$dlog" "refused: peer .* closed the connection during the hello"
+    timeout 20 "$rawpeer" "$addr" "$tport" wrong-version > "$work/raw" 2>&1
+    check "a client hello of another protocol version is refused, naming both versions ($(cat "$work/raw"))" \
+      logged "$dlog" "refused: hello from .*: peer speaks rcp protocol version [0-9]*, this side speaks"
+    # The client's own checks of the daemon's hello, against a broken daemon (rawpeer daemon)
+    fport=$((tport + 7))
+    for how in wrong-version:"hello from $addr:$fport: peer speaks rcp protocol version" \
+               refuse-join:"stream join refused by $addr:$fport"; do
+      timeout 30 "$rawpeer" "$addr" "$fport" daemon "${how%%:*}" > "$work/fake" 2>&1 & fpid=$!
+      for _ in $(seq 100); do grep -q listening "$work/fake" && break; sleep 0.05; done
+      timeout 20 "$RCP" --transport tcp --tcp-port "$fport" "$src/size4095" "$addr:data/never-${how%%:*}" 2> "$work/err"; rc=$?
+      wait $fpid
+      check "a daemon whose ${how%%:*} the client refuses: exit 2, '${how#*:}' (exit $rc)" \
+        bash -c "[ $rc = 2 ] && grep -q '${how#*:}' '$work/err'"
+    done
     rcp "$src/size4095" "$addr:data/after-garbage"
     check "daemon serves a client after the garbage" cmp -s "$src/size4095" "$exp/after-garbage"
     # READ_REQ frames for memory outside the pool a get lent (16 slots of 64 KiB): refused, never

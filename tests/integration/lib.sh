@@ -22,6 +22,14 @@ writing_into() {
 # no_temps DIR: nothing of an unfinished copy in DIR's tree (see writing_into).
 no_temps() { ! writing_into "$1"; }
 
+# logged FILE REGEX: FILE has a line matching REGEX, waiting for it up to 5 s: a daemon logs
+# a refused connection after closing it, so the peer it refused may be back first.
+logged() {
+  local _
+  for _ in $(seq 100); do grep -q -- "$2" "$1" 2> /dev/null && return 0; sleep 0.05; done
+  return 1
+}
+
 # suite_args NAME "$@": the arguments every suite takes, --bin DIR (required), --transport
 # tcp|rdma (default tcp), --addr ADDR (default 127.0.0.1), --work DIR; sets bin, transport,
 # addr and work, and exits 2 naming NAME on anything else.

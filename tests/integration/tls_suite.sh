@@ -12,7 +12,7 @@
 # usage: tls_suite.sh --bin DIR [--work DIR]
 # Prints PASS/FAIL lines and ends with "N passed, N failed"; exit status 1 if any failed.
 set -u
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # suite_args, suite_bins
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # suite_args, suite_bins, logged
 suite_args tls_suite "$@"
 RCP=$(cd "$bin/../rcp" 2>/dev/null && pwd)/rcp; [ -x "$RCP" ] || RCP=$bin/rcp
 RCPD=$(cd "$bin/../rcpd" 2>/dev/null && pwd)/rcpd; [ -x "$RCPD" ] || RCPD=$bin/rcpd
@@ -186,6 +186,8 @@ start_daemon "$work/never.conf"
 rcp --encrypt "$work/src/data.bin" "$addr:open/never.bin"; rc=$?
 check "rcp --encrypt refuses a daemon with encrypt = \"never\" (exit $rc = 41)" \
   bash -c "[ $rc = 41 ] && grep -q 'does not offer encryption' '$work/err' && [ ! -e '$work/open/never.bin' ]"
+check "  ... and the daemon refuses the hello that asks for TLS too, saying so" \
+  logged "$dlog" "refused: hello from .* asks for TLS, which this daemon does not offer"
 rcp "$work/src/data.bin" "$addr:open/never.bin"; rc=$?
 check "  while a plain client still copies (exit $rc)" bash -c "[ $rc = 0 ] && cmp -s '$work/src/data.bin' '$work/open/never.bin'"
 stop_daemon

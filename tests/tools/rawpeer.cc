@@ -10,6 +10,13 @@
 // extra-joins N starts a session announcing 2 streams, then joins N more with its token: exactly
 // one join must be accepted and the rest refused, and a join after the session ended too.
 //   rawpeer HOST PORT truncated-hello|huge-frame|huge-read|random SEED|slow-hello|extra-joins N
+// wrong-version sends a whole hello of another protocol version (the daemon must name it).
+//   rawpeer HOST PORT wrong-version
+// daemon is the other side: a broken daemon listening on HOST:PORT for one client (prints
+// "listening" once it is), to prove the client's own checks. wrong-version: its hello speaks
+// another protocol version. refuse-join: a session with a token whose every stream join is
+// answered 0 (refused). Exit 0 once the client has hung up.
+//   rawpeer HOST PORT daemon wrong-version|refuse-join
 // idle opens N connections that never say a word and holds them SECONDS; slow-loris opens N that
 // send a valid hello one byte every 4 s, until the daemon cuts them (or 40 s). With SPREAD > 0 the
 // connections come from SPREAD loopback source addresses 127.0.1.1.. (so max_per_host does not
@@ -577,6 +584,75 @@ int first_message(int fd, const std::string& kind) {
   return 0;
 }
 
+/// A hello of the protocol version after this one.
+std::vector<uint8_t> wrong_version_hello(uint32_t flags = 0) {
+  auto out = valid_hello(flags, 1);
+  const uint16_t v = static_cast<uint16_t>(((out[4] << 8) | out[5]) + 1);  // big-endian, after the magic
+  out[4] = static_cast<uint8_t>(v >> 8);
+  out[5] = static_cast<uint8_t>(v);
+  return out;
+}
+
+/// The broken daemon (see the header): serves connections until the client
+/// hangs up on the first one.
+int fake_daemon(const char* host, const char* port, const std::string& how) {
+  if (how != "wrong-version" && how != "refuse-join") {
+    std::fprintf(stderr, "rawpeer: daemon wrong-version|refuse-join\n");
+    return 2;
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host, port, &hints, &res) != 0) return 1;
+  int ls = socket(res->ai_family, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(ls, res->ai_addr, res->ai_addrlen) != 0 || listen(ls, 8) != 0) {
+    std::perror("rawpeer daemon: bind");
+    freeaddrinfo(res);
+    return 1;
+  }
+  freeaddrinfo(res);
+  std::printf("rawpeer daemon %s: listening\n", how.c_str());
+  std::fflush(stdout);
+  std::vector<int> conns;
+  int joins = 0;
+  for (;;) {
+    pollfd pf{ls, POLLIN, 0};
+    if (poll(&pf, 1, 20000) <= 0) break;
+    int c = accept(ls, nullptr, nullptr);
+    if (c < 0) break;
+    conns.push_back(c);
+    if (how == "wrong-version") {
+      send_all(c, wrong_version_hello(rcp::wire::kHelloToken));
+      break;
+    }
+    send_all(c, valid_hello(rcp::wire::kHelloToken, 1));
+    uint8_t in[rcp::wire::kHelloSize];
+    if (!recv_exact(c, in, sizeof in)) break;
+    auto theirs = rcp::wire::decode_hello({in, sizeof in});
+    if (!theirs.ok()) break;
+    std::vector<uint8_t> answer;
+    if (theirs->flags & rcp::wire::kHelloJoin) {
+      uint8_t token[8];
+      if (!recv_exact(c, token, sizeof token)) break;
+      rcp::wire::Writer(answer).u64(0);  // refused
+      ++joins;
+    } else {
+      rcp::wire::Writer(answer).u64(0x5eed5eed5eed5eedull);
+    }
+    send_all(c, answer);
+    if (joins > 0) break;
+  }
+  const size_t got = conns.empty() ? 0 : drain(conns.front());
+  std::printf("rawpeer daemon %s: %zu connection(s), %d join(s) refused; the client hung up after %zu more bytes\n",
+              how.c_str(), conns.size(), joins, got);
+  for (int c : conns) close(c);
+  close(ls);
+  return conns.empty() ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr, "usage: rawpeer HOST PORT MODE [SEED]\n");
@@ -587,6 +663,7 @@ int main(int argc, char** argv) {
                 argc > 7 && std::string(argv[7]) == "hello");
   if (std::string(argv[3]) == "slow-loris" && argc > 5)
     return slow_loris(argv[1], argv[2], std::atoi(argv[4]), std::atoi(argv[5]));
+  if (std::string(argv[3]) == "daemon" && argc > 4) return fake_daemon(argv[1], argv[2], argv[4]);
   if (std::string(argv[3]) == "extra-joins") return extra_joins(argv[1], argv[2], argc > 4 ? std::atoi(argv[4]) : 40);
   int fd = dial(argv[1], argv[2]);
   if (fd < 0) {
@@ -622,6 +699,8 @@ int main(int argc, char** argv) {
   if (mode == "truncated-hello") {
     out = valid_hello();
     out.resize(13);
+  } else if (mode == "wrong-version") {
+    out = wrong_version_hello();
   } else if (mode == "huge-frame" || mode == "huge-read") {
     out = valid_hello();
     rcp::wire::Writer w(out);
