@@ -98,6 +98,13 @@ n=$(lines_since "$l0")
 check "  ... and the daemon logged $n lines for them (at most one per address and reason: < 100)" test "$n" -lt 100
 settled "300 idle connections"
 
+# --- the same, each stalled inside the TLS handshake its hello asked for: evicted at once too
+"$RAWPEER" $addr $tport idle 300 2 40 tls > "$work/idle-tls.out" 2>&1
+log "$(tr '\n' ' ' < "$work/idle-tls.out")"
+held=$(grep -o '[0-9]* still open' "$work/idle-tls.out" | awk '{print $1}')
+check "300 connections stalled in the TLS handshake: the daemon held at most its 64 (held ${held:-?})" test "${held:-999}" -le 64
+settled "300 stalled TLS handshakes"
+
 # --- slow loris: 40 connections from 10 addresses, one hello byte every 4 s: every one cut by 5 s
 "$RAWPEER" $addr $tport slow-loris 40 10 > "$work/loris.out" 2>&1 & lpid=$!; bgpids+=($lpid)
 sleep 1.5

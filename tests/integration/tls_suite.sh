@@ -206,6 +206,12 @@ via --encrypt "$work/src/data.bin" "$addr:open/mitm-open.bin"; rc=$?
 check "  (without auth_users it is not detected: encryption alone stops passive taps only; exit $rc)" \
   bash -c "[ $rc = 0 ]"
 stop_peer
+# A clean TLS end (close_notify) in the middle of a pull: the copy ends, saying so
+start_peer mitm-close "$relport" "$tport" 65536
+via --encrypt --streams 1 "$addr:open/remote.bin" "$work/out/closed.bin"; rc=$?
+check "a close_notify in the middle of a pull ends it, named, nothing written (exit $rc)" \
+  bash -c "[ $rc != 0 ] && grep -q 'ended TLS (close_notify)' '$work/err' && grep -q 'close_notify to the client' '$work/peer.err' && [ ! -e '$work/out/closed.bin' ]"
+stop_peer
 # Only the extra streams through a man in the middle: they must present the first stream's key.
 start_peer mitm-joins "$relport" "$tport"
 RCP_PASSWORD=$secret via --encrypt --streams 3 "$work/src/data.bin" "alice@$addr:vault/joins.bin"; rc=$?

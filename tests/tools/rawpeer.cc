@@ -21,7 +21,8 @@
 // send a valid hello one byte every 4 s, until the daemon cuts them (or 40 s). With SPREAD > 0 the
 // connections come from SPREAD loopback source addresses 127.0.1.1.. (so max_per_host does not
 // stop them all; an IPv4 loopback daemon only). Both print what the daemon did with them.
-//   rawpeer HOST PORT idle N SECONDS SPREAD [hello]     (hello: say a valid hello, then nothing)
+//   rawpeer HOST PORT idle N SECONDS SPREAD [hello|tls]  (hello: say a valid hello, then nothing;
+//                                                          tls: a hello asking for TLS, then nothing)
 //   rawpeer HOST PORT slow-loris N SPREAD
 // first-message sends, after a valid hello, a first message the daemon must refuse: a valid DONE
 // (not OPEN), one of an unknown type, an AUTH_CHALLENGE (an auth message, not AUTH_REQUEST) or a
@@ -133,9 +134,10 @@ bool still_open(int fd) {
   }
 }
 
-/// N connections that say nothing (or, with `hello`, a valid hello and then
-/// nothing: sessions waiting for their OPEN), held `secs` seconds.
-int idle(const char* host, const char* port, int n, int secs, int spread, bool hello) {
+/// N connections that say nothing (or, with `say` "hello", a valid hello and
+/// then nothing: sessions waiting for their OPEN; with "tls", a hello asking
+/// for TLS and then no TLS handshake), held `secs` seconds.
+int idle(const char* host, const char* port, int n, int secs, int spread, const std::string& say) {
   std::vector<int> fds;
   int failed = 0;
   for (int i = 0; i < n; ++i) {
@@ -144,7 +146,8 @@ int idle(const char* host, const char* port, int n, int secs, int spread, bool h
       ++failed;
       continue;
     }
-    if (hello) send_all(fd, valid_hello(0, 1));
+    if (say == "hello") send_all(fd, valid_hello(0, 1));
+    if (say == "tls") send_all(fd, valid_hello(rcp::wire::kHelloTls, 1));
     fds.push_back(fd);
   }
   std::printf("rawpeer idle: %zu of %d connected (%d not)\n", fds.size(), n, failed);
@@ -659,8 +662,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (std::string(argv[3]) == "idle" && argc > 6)
-    return idle(argv[1], argv[2], std::atoi(argv[4]), std::atoi(argv[5]), std::atoi(argv[6]),
-                argc > 7 && std::string(argv[7]) == "hello");
+    return idle(argv[1], argv[2], std::atoi(argv[4]), std::atoi(argv[5]), std::atoi(argv[6]), argc > 7 ? argv[7] : "");
   if (std::string(argv[3]) == "slow-loris" && argc > 5)
     return slow_loris(argv[1], argv[2], std::atoi(argv[4]), std::atoi(argv[5]));
   if (std::string(argv[3]) == "daemon" && argc > 4) return fake_daemon(argv[1], argv[2], argv[4]);

@@ -8,6 +8,9 @@
 //     a man in the middle that terminates TLS itself: relays the plain hellos, then runs TLS as
 //     the server towards the client (its own key) and as a client towards the daemon, and relays
 //     the plaintext between the two.
+//   tlspeer mitm-close LPORT TPORT BYTES
+//     as mitm, but once it has passed BYTES from the daemon to the client it ends TLS towards
+//     the client with a close_notify alert (a clean TLS end in the middle of a session).
 //   tlspeer mitm-joins LPORT TPORT
 //     relays the first connection untouched and terminates TLS on every later one (the joined
 //     streams): the client must notice that they present another key than the first.
@@ -139,7 +142,8 @@ void relay_conn(int c, uint16_t tport, bool flip_this, bool flip_s2c, uint64_t f
 
 // ---- man in the middle ----
 
-void mitm_conn(int c, uint16_t tport, std::shared_ptr<tcp::TlsContext> sctx, std::shared_ptr<tcp::TlsContext> cctx) {
+void mitm_conn(int c, uint16_t tport, std::shared_ptr<tcp::TlsContext> sctx, std::shared_ptr<tcp::TlsContext> cctx,
+               uint64_t close_after) {
   int d = dial(tport);
   uint8_t h[wire::kHelloSize];
   if (!io_all(d, h, sizeof h, false) || !io_all(c, h, sizeof h, true)) return;  // the daemon's hello
@@ -154,6 +158,7 @@ void mitm_conn(int c, uint16_t tport, std::shared_ptr<tcp::TlsContext> sctx, std
     std::fprintf(stderr, "mitm: terminating TLS on a connection\n");
     std::vector<uint8_t> buf(1 << 16);
     SSL* from[2] = {cs, ds};
+    uint64_t to_client = 0;
     for (bool over = false; !over;) {
       pollfd p[2] = {{c, POLLIN, 0}, {d, POLLIN, 0}};
       if (SSL_pending(cs) == 0 && SSL_pending(ds) == 0 && ::poll(p, 2, -1) <= 0) break;
@@ -161,6 +166,14 @@ void mitm_conn(int c, uint16_t tport, std::shared_ptr<tcp::TlsContext> sctx, std
         if (!p[k].revents && SSL_pending(from[k]) == 0) continue;
         int n = SSL_read(from[k], buf.data(), static_cast<int>(buf.size()));
         if (n <= 0 || SSL_write(from[1 - k], buf.data(), n) != n) over = true;
+        if (k == 1 && n > 0) to_client += static_cast<uint64_t>(n);
+      }
+      if (close_after && to_client >= close_after && !over) {
+        std::fprintf(stderr, "mitm: close_notify to the client after %llu bytes\n",
+                     static_cast<unsigned long long>(to_client));
+        SSL_shutdown(cs);
+        ::sleep(2);  // the alert reaches the client before the connection goes
+        over = true;
       }
     }
   }
@@ -253,7 +266,8 @@ int main(int argc, char** argv) {
       std::thread(relay_conn, c, tport, flip && g_first.exchange(false), s2c, at).detach();
     }
   }
-  if (mode == "mitm" || mode == "mitm-joins") {
+  if (mode == "mitm" || mode == "mitm-joins" || mode == "mitm-close") {
+    const uint64_t close_after = mode == "mitm-close" && argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 0;
     auto sctx = tcp::TlsContext::server();
     auto cctx = tcp::TlsContext::client();
     if (!sctx.ok() || !cctx.ok()) return 2;
@@ -265,7 +279,7 @@ int main(int argc, char** argv) {
       if (mode == "mitm-joins" && g_first.exchange(false)) {
         std::thread(relay_conn, c, tport, false, false, 0).detach();
       } else {
-        std::thread(mitm_conn, c, tport, sctx.value(), cctx.value()).detach();
+        std::thread(mitm_conn, c, tport, sctx.value(), cctx.value(), close_after).detach();
       }
     }
   }
