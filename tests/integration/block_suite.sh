@@ -210,6 +210,17 @@ check "push into a device module smaller than the file: refused (exit $rc), noth
 rcp --digest none "$work/small" "$addr:diskb"; rc=$?
 check "push with --digest none into a device module: refused (exit $rc)" \
   bash -c "[ $rc -ne 0 ] && cmp -s '$A' '$B' && grep -q 'digest none is refused' '$work/err'"
+rcp "$work/small" "$out/pulled.img" "$addr:diskb"; rc=$?
+check "push of two files into a device module: refused by the daemon (exit $rc), device untouched" \
+  bash -c "[ $rc -ne 0 ] && cmp -s '$A' '$B' && grep -q 'module diskb is a block device: it takes exactly one file' '$work/err'"
+# Held open exclusively by another program (as a file system or LVM would): refused, saying so
+python3 -c 'import os, sys, time; os.open(sys.argv[1], os.O_RDWR | os.O_EXCL); print("held", flush=True); time.sleep(30)' \
+  "$B" > "$work/held" & hpid=$!
+for _ in $(seq 100); do grep -q held "$work/held" && break; sleep 0.05; done
+rcp "$work/small" "$addr:diskb"; rc=$?
+kill $hpid; wait $hpid 2> /dev/null
+check "push into a device module another program holds exclusively: refused (exit $rc), saying it is in use" \
+  bash -c "[ $rc -ne 0 ] && cmp -s '$A' '$B' && grep -q \"'diskb' is in use (held by a file system, LVM, md or another program)\" '$work/err'"
 grep -q 'in place' "$dlog"
 check "the daemon logged that it writes the device in place" grep -q 'in place' "$dlog"
 
