@@ -14,10 +14,8 @@
 # in ms. Free page reporting is held as in bench/lib.sh. Ports 18580-18582.
 set -eu -o pipefail
 size=${1:-1024} runs=${2:-5}
-build=${BUILD:-build}
-rcp=$(cd "$build" && pwd)/rcp/rcp rcpd=$(cd "$build" && pwd)/rcpd/rcpd
-for t in perf socat "$rcp" "$rcpd"; do command -v "$t" > /dev/null || { echo "footprint.sh: needs $t" >&2; exit 2; }; done
 . "$(dirname "$0")/lib.sh"
+bench_bins footprint.sh perf socat   # sets rcp, rcpd (lib.sh)
 bench_scratch fp   # sets w (lib.sh)
 one_file_setup "$w" "$size"
 "$rcpd" --transport tcp --listen 127.0.0.1:18581 -P 18580 --export b="$w/exp" > "$w/rcpd.log" 2>&1 & dpid=$!; BG_PIDS+=("$dpid")

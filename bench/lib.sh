@@ -64,6 +64,16 @@ bench_scratch() {
     echo "$PR_NOTE" >&2
 }
 
+# bench_bins SCRIPT TOOL...: rcp and rcpd = the binaries of BUILD (a build directory, default
+# build) as absolute paths; exits 2, naming SCRIPT, when one of them or a TOOL is missing.
+bench_bins() {
+    local s=$1 t b
+    shift
+    b=$(cd "${BUILD:-build}" && pwd) || exit 2
+    rcp=$b/rcp/rcp rcpd=$b/rcpd/rcpd
+    for t in "$@" "$rcp" "$rcpd"; do command -v "$t" > /dev/null || { echo "$s: needs $t" >&2; exit 2; }; done
+}
+
 # one_file_setup DIR MIB: DIR/exp and DIR/down, DIR/src.bin of MIB MiB of random bytes, and
 # twice that of tmpfs written once and freed, so those pages were reported before a hold
 # (hold_page_reporting first; the A/B and profiling scripts on one large file).

@@ -17,10 +17,8 @@
 # Free page reporting is held as in bench/lib.sh. Ports 18570-18572.
 set -eu
 size=${1:-1024} runs=${2:-3}
-build=${BUILD:-build}
-rcp=$(cd "$build" && pwd)/rcp/rcp rcpd=$(cd "$build" && pwd)/rcpd/rcpd
-for t in perf socat "$rcp" "$rcpd"; do command -v "$t" > /dev/null || { echo "profile_ends.sh: needs $t" >&2; exit 2; }; done
 . "$(dirname "$0")/lib.sh"
+bench_bins profile_ends.sh perf socat   # sets rcp, rcpd (lib.sh)
 bench_scratch prof   # sets w (lib.sh)
 one_file_setup "$w" "$size"
 mkdir -p "$w/perf"
