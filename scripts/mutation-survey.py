@@ -6,7 +6,8 @@ next), COND is replaced by `false`, the build is rebuilt and the tests run;
 the line is reported `caught` (a test failed), `MISSED` (all passed) or
 `BUILD-FAIL` (the mutant does not compile, e.g. an init-statement). The file
 is restored after each mutant and at exit. Run it in a separate worktree and
-build directory: it rewrites FILE in place.
+build directory: it rewrites FILE in place (and build nothing there while it
+runs: that build gets the mutant of the moment).
 
   git worktree add /tmp/mut HEAD && cmake -S /tmp/mut -B /tmp/mut/b -G Ninja && ninja -C /tmp/mut/b
   scripts/mutation-survey.py /tmp/mut /tmp/mut/b lib/wire/rails.cc proto [LINE,LINE...]
