@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,27 +23,14 @@ using wire::kHelloJoin;
 using wire::kHelloTls;
 using wire::kHelloToken;
 
-/// A cancelled hello notices within this long (the daemon evicts the oldest
-/// pending hello when a new connection needs its place).
-constexpr int kCancelSliceMs = 100;
-
 /// Blocking exact read/write for the hello only, bounded by one deadline for
 /// the whole exchange — not per byte, so a peer sending one byte every few
 /// seconds is cut when the deadline passes, however many bytes it sent.
+/// (wait_io, tls.h: the deadline, the eviction flag, the poll.)
 Status io_exact(int fd, uint8_t* p, size_t n, bool writing, const Deadline& dl, const std::string& peer) {
   size_t done = 0;
   while (done < n) {
-    if (dl.cancel && dl.cancel->load()) return make_error(ECANCELED, "hello with " + peer + " evicted for a newer connection");
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(dl.at - Clock::now()).count();
-    if (left <= 0) return make_error(ETIMEDOUT, "hello with " + peer);
-    int wait = static_cast<int>(std::min<long long>(left, dl.cancel ? kCancelSliceMs : left));
-    pollfd pfd{fd, static_cast<short>(writing ? POLLOUT : POLLIN), 0};
-    int pr = ::poll(&pfd, 1, wait);
-    if (pr == 0) continue;  // the deadline or the cancel flag, checked above
-    if (pr < 0) {
-      if (errno == EINTR) continue;
-      return sys_error("poll " + peer);
-    }
+    RCP_TRY(wait_io(fd, writing, dl, peer));
     ssize_t r = writing ? ::send(fd, p + done, n - done, MSG_NOSIGNAL | MSG_DONTWAIT)
                         : ::recv(fd, p + done, n - done, MSG_DONTWAIT);
     if (r == 0) return make_error(ECONNRESET, "peer " + peer + " closed the connection during the hello");

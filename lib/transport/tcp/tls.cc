@@ -17,6 +17,9 @@
 namespace rcp::tcp {
 namespace {
 
+/// A cancelled hello notices within this long (the daemon evicts the oldest
+/// pending hello when a new connection needs its place): wait_io polls in
+/// slices this long while the hello can be cancelled.
 constexpr int kCancelSliceMs = 100;
 constexpr char kExporterLabel[] = "EXPORTER-rcp-channel-binding";
 
