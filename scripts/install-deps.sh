@@ -37,6 +37,7 @@ runtime_pkgs=(
     attr acl     # getfattr/setfattr, getfacl/setfacl: the xattr suite (-X/-A against rsync)
     parallel     # the shard suite runs packaging/examples/parallel-shards.sh
     python3-yaml # the Kubernetes example's manifest check (tests/integration/k8s_manifest_check.py)
+    python3      # the block suite holds a device with O_EXCL (and the manifest check above)
     slurm-wlm munge  # tests/integration/shard_slurm.sh: a single-node Slurm job array on localhost
     strace       # the copy suite checks the source takes O_NONBLOCK off before reading through io_uring
 )
