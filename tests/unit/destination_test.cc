@@ -274,6 +274,16 @@ TEST_CASE("a missing destination: made (with its parents) when it must be a dire
     CHECK_FALSE(d->is_dir);
     CHECK(d->leaf == "newname");
   }
+  SUBCASE("local: a directory that cannot be made is named, with the reason") {
+    // (a dangling symlink on the way: the directory it names is not there to make one in)
+    REQUIRE(::symlink("no-such-dir/deeper", s.at("dangling").c_str()) == 0);
+    auto d = resolve_destination_local(s.at("dangling/sub"), true, {}, true);
+    REQUIRE_FALSE(d.ok());
+    CHECK(d.error().code == ENOENT);
+    CHECK_MESSAGE(d.error().message().find("cannot create destination directory '" + s.at("dangling/sub") + "'") !=
+                      std::string::npos,
+                  d.error().message());
+  }
   SUBCASE("local: make_dir onto an existing file is refused") {
     s.file("afile");
     CHECK_FALSE(resolve_destination_local(s.at("afile"), true, {}, true).ok());

@@ -1,0 +1,102 @@
+// TempFile's failures, each named: a temp file that cannot be created (for a
+// reason other than its random name being taken), a --partial file that is a
+// symlink or held by another session, a device whose data cannot be synced.
+// The copies that succeed are proven by the engine tests.
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <string>
+
+#include "fs/tempfile.h"
+
+using namespace rcp;
+
+namespace {
+
+/// A directory, opened, then removed: nothing can be created in it (ENOENT).
+struct RemovedDir {
+  Fd fd;
+  RemovedDir() {
+    char tmpl[] = "/tmp/rcp-tempfile-test.XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    fd.reset(::open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd.valid());
+    REQUIRE(::rmdir(tmpl) == 0);
+  }
+};
+
+struct Scratch {
+  std::string dir;
+  Fd fd;
+  Scratch() {
+    char tmpl[] = "/tmp/rcp-tempfile-test.XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    fd.reset(::open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd.valid());
+  }
+  ~Scratch() { std::filesystem::remove_all(dir); }
+  std::string at(const std::string& name) const { return dir + "/" + name; }
+};
+
+bool says(const Error& e, const std::string& words) { return e.message().find(words) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("a temp file that cannot be created fails with the reason, not as a name collision") {
+  // Only EEXIST (another file took the random name) is worth another name;
+  // anything else is the answer (here: the directory is gone).
+  RemovedDir gone;
+  auto t = TempFile::create(gone.fd.get(), "f", "dest/f");
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.error().code == ENOENT);
+  CHECK_MESSAGE(says(t.error(), "cannot create temporary file for 'dest/f'"), t.error().message());
+}
+
+TEST_CASE("an unnamed temp file that cannot be made is refused (ENOTSUP: the caller then names one)") {
+  RemovedDir gone;
+  auto t = TempFile::create_unnamed(gone.fd.get(), "f", "dest/f", 0644);
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.error().code == ENOTSUP);
+  CHECK_MESSAGE(says(t.error(), "O_TMPFILE for 'dest/f'"), t.error().message());
+}
+
+TEST_CASE("--partial: a symlink under the partial name is not followed; a partial file held elsewhere is in use") {
+  Scratch s;
+  SUBCASE("a symlink planted as .f.rcp-partial") {
+    REQUIRE(::symlink("/etc/passwd", s.at(TempFile::partial_name("f")).c_str()) == 0);
+    auto t = TempFile::open_partial(s.fd.get(), "f", "dest/f", 0644);
+    REQUIRE_FALSE(t.ok());
+    CHECK(t.error().code == ELOOP);
+    CHECK_MESSAGE(says(t.error(), "cannot open partial file for 'dest/f'"), t.error().message());
+  }
+  SUBCASE("another session holds it") {
+    auto first = TempFile::open_partial(s.fd.get(), "f", "dest/f", 0644);
+    REQUIRE(first.ok());
+    auto second = TempFile::open_partial(s.fd.get(), "f", "dest/f", 0644);
+    REQUIRE_FALSE(second.ok());
+    CHECK(second.error().code == EWOULDBLOCK);
+    CHECK_MESSAGE(says(second.error(), "partial file for 'dest/f' is in use"), second.error().message());
+    first = TempFile();  // let go: the next one may have it
+    CHECK(TempFile::open_partial(s.fd.get(), "f", "dest/f", 0644).ok());
+  }
+}
+
+TEST_CASE("a device whose data cannot be synced is not committed") {
+  // The copy to a device is done only once its data is on the device; a
+  // pipe stands in for one whose fsync fails (EINVAL).
+  int p[2];
+  REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+  Fd keep(p[1]);
+  TempFile t = TempFile::on_device(Fd(p[0]), "/dev/sdz");
+  Status st = t.commit(0644, true, false);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == EINVAL);
+  CHECK_MESSAGE(says(st.error(), "fsync '/dev/sdz'"), st.error().message());
+}
