@@ -19,8 +19,7 @@ bench_bins footprint.sh perf socat   # sets rcp, rcpd (lib.sh)
 bench_scratch fp   # sets w (lib.sh)
 one_file_setup "$w" "$size"
 "$rcpd" --transport tcp --listen 127.0.0.1:18581 -P 18580 --export b="$w/exp" > "$w/rcpd.log" 2>&1 & dpid=$!; BG_PIDS+=("$dpid")
-for _ in $(seq 100); do grep -q "rcpd: ready" "$w/rcpd.log" && break; sleep 0.05; done
-grep -q "rcpd: ready" "$w/rcpd.log" || { echo "footprint.sh: rcpd did not start" >&2; cat "$w/rcpd.log" >&2; exit 1; }
+rcpd_ready footprint.sh "$w/rcpd.log"
 
 ms() { grep task-clock "$1" | cut -d, -f1 | cut -d. -f1; }
 proc_ms() { proc_cpu "$1"; echo $(( REPLY * 1000 / CLK_TCK )); }

@@ -74,6 +74,13 @@ bench_bins() {
     for t in "$@" "$rcp" "$rcpd"; do command -v "$t" > /dev/null || { echo "$s: needs $t" >&2; exit 2; }; done
 }
 
+# rcpd_ready SCRIPT LOG: waits (5 s at most) until the rcpd logging to LOG is ready, or fails
+# naming SCRIPT and showing the log.
+rcpd_ready() {
+    for _ in $(seq 100); do grep -q "rcpd: ready" "$2" && return 0; sleep 0.05; done
+    echo "$1: rcpd did not start" >&2; cat "$2" >&2; exit 1
+}
+
 # one_file_setup DIR MIB: DIR/exp and DIR/down, DIR/src.bin of MIB MiB of random bytes, and
 # twice that of tmpfs written once and freed, so those pages were reported before a hold
 # (hold_page_reporting first; the A/B and profiling scripts on one large file).

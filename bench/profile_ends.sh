@@ -25,7 +25,7 @@ mkdir -p "$w/perf"
 
 # rcp: one rcpd, recorded over all runs; each rcp client recorded on its own.
 "$rcpd" --transport tcp --listen 127.0.0.1:18571 -P 18570 --export b="$w/exp" > "$w/rcpd.log" 2>&1 & dpid=$!; BG_PIDS+=("$dpid")
-for _ in $(seq 100); do grep -q "rcpd: ready" "$w/rcpd.log" && break; sleep 0.05; done
+rcpd_ready profile_ends.sh "$w/rcpd.log"
 perf record -q -F 4999 -p "$dpid" -o "$w/perf/rcpd" > /dev/null 2>&1 & ppid_rec=$!; BG_PIDS+=("$ppid_rec")
 sleep 1   # perf attached
 for i in $(seq "$runs"); do

@@ -18,8 +18,7 @@ bench_bins wakeups.sh perf socat   # sets rcp, rcpd (lib.sh)
 bench_scratch wk   # sets w (lib.sh)
 one_file_setup "$w" "$size"
 "$rcpd" --transport tcp --listen 127.0.0.1:18591 -P 18590 --export b="$w/exp" > "$w/rcpd.log" 2>&1 & dpid=$!; BG_PIDS+=("$dpid")
-for _ in $(seq 100); do grep -q "rcpd: ready" "$w/rcpd.log" && break; sleep 0.05; done
-grep -q "rcpd: ready" "$w/rcpd.log" || { echo "wakeups.sh: rcpd did not start" >&2; cat "$w/rcpd.log" >&2; exit 1; }
+rcpd_ready wakeups.sh "$w/rcpd.log"
 events=context-switches,raw_syscalls:sys_enter,io_uring:io_uring_submit_req,io_uring:io_uring_poll_arm
 events=$events,io_uring:io_uring_queue_async_work,io_uring:io_uring_task_add
 names=(cs syscalls submitted poll_armed io_wq task_work)
