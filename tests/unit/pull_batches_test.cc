@@ -159,6 +159,32 @@ TEST_CASE("pull batches: --shard I/N asks for the listed paths of shard I only, 
   for (int c : seen) CHECK(c == 1);
 }
 
+TEST_CASE("pull batches: a listed path that cannot fit one OPEN beside the rules is refused, not the end of the list") {
+  // Without the refusal the batch would come back empty, read as "no more":
+  // the paths after it would be dropped without a word.
+  char path[] = "/tmp/rcp-batches-XXXXXX";
+  int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  const std::string longest(2000, 'p');
+  const std::string text = "short\n" + longest + "\nafter\n";
+  REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  auto addrs = parse_all({"h:data/base", "dest"});
+  const std::vector<std::string> rules(2, "- " + std::string(1000, 'x'));  // fit alone, not with the long path
+  auto b = pull_batches(addrs, path, false, false, 0, rules);
+  REQUIRE(b.ok());
+  auto first = b->next();
+  REQUIRE(first.ok());
+  REQUIRE(first->has_value());
+  CHECK((*first)->open.more == std::vector<std::string>{"short"});
+  auto second = b->next();
+  ::unlink(path);
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.error().code == ENAMETOOLONG);
+  CHECK_MESSAGE(second.error().message().find("'" + longest + "': path too long for a request") != std::string::npos,
+                second.error().message());
+}
+
 TEST_CASE("pull batches: rules too big for one OPEN are refused before connecting") {
   auto addrs = parse_all({"h:data/a", "dest"});
   std::vector<std::string> rules(5, "- " + std::string(1000, 'x'));
