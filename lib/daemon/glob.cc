@@ -21,7 +21,7 @@ Result<std::vector<std::string>> expand_wildcard(int root_fd, const std::string&
   const std::string dir = slash == std::string::npos ? "" : rel.substr(0, slash);
   const std::string pattern = slash == std::string::npos ? rel : rel.substr(slash + 1);
   if (wild(dir))
-    return make_error(EINVAL, "'" + shown + "': wildcards are expanded in the last path component only");
+    return make_error(0, "'" + shown + "': wildcards are expanded in the last path component only");
   RCP_ASSIGN(Fd d, open_beneath(root_fd, dir, O_RDONLY | O_DIRECTORY));
   DIR* dp = ::fdopendir(d.get());
   if (!dp) return sys_error("'" + shown + "': cannot read its directory");

@@ -18,8 +18,9 @@ bool has_wildcard(const std::string& rel);
 
 /// The entries of `rel`'s directory (opened beneath root_fd) whose names
 /// match its last component, as paths relative to the export, sorted; at
-/// most kMaxGlobMatches. ENOENT "no match" when nothing matches; EINVAL
-/// when a wildcard appears before the last component.
+/// most kMaxGlobMatches. ENOENT "no match" when nothing matches; code 0
+/// (the message says it all; rcp exits 3, as for a path it cannot use) when
+/// a wildcard appears before the last component.
 constexpr size_t kMaxGlobMatches = 100000;
 Result<std::vector<std::string>> expand_wildcard(int root_fd, const std::string& rel, const std::string& shown);
 

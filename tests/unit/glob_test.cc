@@ -64,7 +64,7 @@ TEST_CASE("glob: refused with a wildcard before the last component, with no matc
   r.touch("logs/a.gz");
   auto dir_wild = expand_wildcard(r.fd.get(), "lo*/a.gz", "data/lo*/a.gz");
   REQUIRE_FALSE(dir_wild.ok());
-  CHECK(dir_wild.error().code == EINVAL);
+  CHECK(dir_wild.error().code == 0);  // (the message says why: rcp/main.cc words())
   CHECK_MESSAGE(says(dir_wild.error(), "'data/lo*/a.gz': wildcards are expanded in the last path component only"),
                 dir_wild.error().message());
   auto none = expand_wildcard(r.fd.get(), "logs/*.zip", "data/logs/*.zip");
