@@ -134,7 +134,7 @@ TEST_CASE("errors quote the argument and say what is wrong") {
   CHECK(contains(err("rcp://host//x"), "no module name"));
   CHECK(contains(err("[::1]:/x"), "rcp [::1]:"));
   // Other.
-  CHECK(contains(err("rcp://"), "no host name"));
+  CHECK(contains(err("rcp://"), "no host name after rcp://"));  // (not "before ':'": there is none)
   CHECK(contains(err("rcp:///data/x"), "no host name"));
   CHECK(contains(err("rcp://::1/data"), "needs brackets"));
   CHECK(contains(err("rcp://@h/data"), "empty user name"));
@@ -149,6 +149,11 @@ TEST_CASE("errors quote the argument and say what is wrong") {
   CHECK(contains(err("h:..:x"), "module names cannot contain ':'"));
   CHECK(contains(err("h:../x"), "'..' is not a module name"));
   CHECK(contains(err("h:::x"), "cannot contain ':'"));
+  // A module name is a name the daemon's config holds: no control characters, 255 bytes at most.
+  CHECK(contains(err("h:da\tta/x"), "the module name contains a control character"));
+  CHECK(contains(err("rcp://h/da\x1bta/x"), "control character"));
+  CHECK(contains(err("h:" + std::string(256, 'm') + "/x"), "the module name is longer than 255 bytes"));
+  CHECK(parse_address("h:" + std::string(255, 'm') + "/x").ok());
   // A usage error, not a system error: no strerror text appended.
   CHECK(err("h:/x").find("Invalid argument") == std::string::npos);
 }

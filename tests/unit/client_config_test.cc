@@ -136,6 +136,8 @@ TEST_CASE("mistakes name file, line, column and key") {
   CHECK(contains(err("hosts = 3\n"), "'hosts' must be a table"));
   CHECK(contains(err("[hosts]\nb = 3\n"), "'hosts.b' must be a table"));
   CHECK(contains(err("[hosts.\"b\".x]\nport = 1\n"), "unknown key 'x' in a [hosts] table"));
+  CHECK(contains(err("[hosts.\"\"]\nport = 1\n"), "empty host name in [hosts.\"\"]"));
+  CHECK(contains(err("password_file = \"\"\n"), "'password_file' is empty"));
   // Broken TOML: the parser's own description, with the position.
   e = err("port = 7000\nport = 7001\n");
   CHECK(contains(e, "/etc/rcp/config.toml:2:"));
@@ -193,7 +195,12 @@ TEST_CASE("load: a broken file stops the load with its name; a directory is not 
   CHECK(contains(r.error().message(), bad + ":2:1: unknown key 'port_tcp'"));
   auto dir = load_client_config({d.path});
   REQUIRE_FALSE(dir.ok());
-  CHECK(contains(dir.error().message(), d.path));
+  CHECK(contains(dir.error().message(), d.path));  // A file past the bound is refused as read, not parsed (1 MiB of comments).
+  const std::string big = d.write("big.toml", std::string((1 << 20) + 1, '#'));
+  auto b = load_client_config({big});
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.error().code == EFBIG);
+  CHECK(contains(b.error().message(), "config file '" + big + "' is larger than 1 MiB"));
 }
 
 TEST_CASE("default paths: the user's file first, then /etc") {

@@ -2,6 +2,15 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
 using namespace rcp::cli;
 
 namespace {
@@ -81,6 +90,39 @@ TEST_CASE("job: names") {
   CHECK(!parse_job(kMin, "j.toml", "a b").ok());
   CHECK(!load_job("../etc/passwd-ish", "/tmp").ok());  // a name with '/' is a path: does not exist
   CHECK(!load_job("a@b").ok());
+  // A name (no '/') is looked up in the jobs directory, so it is checked
+  // before it becomes a path there: '..' and hidden names are refused by name.
+  for (const char* bad : {"..", ".hidden", "-x", "a b"}) {
+    CAPTURE(bad);
+    auto j = load_job(bad, "/tmp");
+    REQUIRE_FALSE(j.ok());
+    CHECK(j.error().code == EINVAL);
+    CHECK(j.error().message().find(std::string("job name '") + bad + "' must be") != std::string::npos);
+  }
+}
+
+TEST_CASE("job: a job file that is missing, a directory or over 1 MiB is refused, naming it") {
+  char t[] = "/tmp/rcp-job-test.XXXXXX";
+  REQUIRE(::mkdtemp(t) != nullptr);
+  const std::string dir = t;
+  auto missing = load_job("nightly", dir);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().code == ENOENT);
+  CHECK(missing.error().message().find("job file " + dir + "/nightly.toml") != std::string::npos);
+  REQUIRE(::mkdir((dir + "/d.toml").c_str(), 0755) == 0);
+  auto isdir = load_job("d", dir);
+  REQUIRE_FALSE(isdir.ok());
+  CHECK(isdir.error().code == EISDIR);
+  CHECK(isdir.error().message().find("reading job file " + dir + "/d.toml") != std::string::npos);
+  {
+    std::ofstream big(dir + "/big.toml");
+    big << kMin << std::string(1 << 20, '#');
+  }
+  auto b = load_job("big", dir);
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.error().code == EFBIG);
+  CHECK(b.error().message().find("job file " + dir + "/big.toml is larger than 1 MiB") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("job: bounds") {

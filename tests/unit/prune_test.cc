@@ -227,6 +227,13 @@ TEST_CASE("--files-from: lines cleaned, blank ones skipped, '..' refused naming 
   write(std::string(9000, 'x'));
   CHECK(read_all(false).back().find("too long") != std::string::npos);
   CHECK_FALSE(PathList::open(t.at("nope"), false).ok());
+  // A list that opens but cannot be read (a directory: EISDIR) fails naming it, not as an empty list.
+  auto dir = PathList::open(t.dir, false);
+  REQUIRE(dir.ok());
+  auto first = dir->next();
+  REQUIRE_FALSE(first.ok());
+  CHECK(first.error().code == EISDIR);
+  CHECK_MESSAGE(first.error().message().find("read '" + t.dir + "'") != std::string::npos, first.error().message());
 }
 
 TEST_CASE("--delete stops 256 levels down, naming where, and keeps what it could not reach") {
