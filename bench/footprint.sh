@@ -5,10 +5,14 @@
 #
 #   bash bench/footprint.sh [SIZE_MIB] [RUNS]      # default 1024 MiB, 5 rounds
 #   BUILD=build-other bash bench/footprint.sh      # another build directory (default build)
+#   ROWS="socat-1M hashpipe rcp" bash bench/footprint.sh   # the rows to run (default: below)
 #
-# Rows: socat -b 1 MiB (bench/run's anchor: the sender reads 1 MiB and sends it while it is
-# still in the cache), socat -b 16 MiB (the same program walking through 16 MiB, the size of
-# rcp's default pool: window 16 x 1 MiB chunks), rcp with its defaults, rcp --window 4.
+# Rows: socat-1M, socat -b 1 MiB (bench/run's anchor: the sender reads 1 MiB and sends it
+# while it is still in the cache); socat-16M, the same program walking through 16 MiB, the
+# size of rcp's default pool (window 16 x 1 MiB chunks); rcp with its defaults; rcp-window4,
+# rcp --window 4; hashpipe (not by default), socat's loop plus rcp's xxh128 of every 1 MiB
+# chunk at both ends, the receiver writing only verified bytes to a temp file renamed at
+# the end (bench/hashpipe.cc): the floor under a verified copy.
 # Prints each run and the medians: wall MB/s (client start to exit), the sending end's CPU
 # (perf stat task-clock) and the receiving end's (socat's task-clock; rcpd's /proc/PID/stat),
 # in ms. Free page reporting is held as in bench/lib.sh. Ports 18580-18582.
@@ -23,7 +27,15 @@ rcpd_ready footprint.sh "$w/rcpd.log"
 
 ms() { grep task-clock "$1" | cut -d, -f1 | cut -d. -f1; }
 proc_ms() { proc_cpu "$1"; echo $(( REPLY * 1000 / CLK_TCK )); }
-rows=(socat-1M socat-16M rcp rcp-window4)
+read -r -a rows <<< "${ROWS:-socat-1M socat-16M rcp rcp-window4}"
+hashpipe=$(cd "${BUILD:-build}" && pwd)/bench/hashpipe
+for row in "${rows[@]}"; do
+  case $row in
+    socat-*M | rcp | rcp-window4) ;;
+    hashpipe) [ -x "$hashpipe" ] || { echo "footprint.sh: needs $hashpipe (the build's bench/)" >&2; exit 2; } ;;
+    *) echo "footprint.sh: no row '$row'" >&2; exit 2 ;;
+  esac
+done
 for _ in $(seq "$runs"); do
   for row in "${rows[@]}"; do
     rm -f "$w/exp/up.bin" "$w/down/out.bin"
@@ -35,6 +47,13 @@ for _ in $(seq "$runs"); do
         for _ in $(seq 100); do ss -ltn | grep -q ':18582 ' && break; sleep 0.02; done
         t0=$(date +%s.%N)
         perf stat -x, -e task-clock -o "$w/send" -- socat -u -b "$b" "OPEN:$w/src.bin" TCP:127.0.0.1:18582
+        wait "$rpid"; t1=$(date +%s.%N)
+        out=$w/down/out.bin recv=$(ms "$w/recv") ;;
+      hashpipe)
+        perf stat -x, -e task-clock -o "$w/recv" -- "$hashpipe" recv "$w/down/out.bin" 18582 & rpid=$!
+        for _ in $(seq 100); do ss -ltn | grep -q ':18582 ' && break; sleep 0.02; done
+        t0=$(date +%s.%N)
+        perf stat -x, -e task-clock -o "$w/send" -- "$hashpipe" send "$w/src.bin" 127.0.0.1 18582
         wait "$rpid"; t1=$(date +%s.%N)
         out=$w/down/out.bin recv=$(ms "$w/recv") ;;
       rcp*)
