@@ -924,8 +924,8 @@ int main(int argc, char** argv) {
       ->type_name("DEV");
   app.add_option("--streams", o.streams,
                  fmt::format("connections (TCP) or queue pairs carrying data (RDMA; one more carries control) "
-                             "per copy, 1 to 16 (default {})",
-                             kDefaultTcpStreams))
+                             "per copy, 1 to 16 (default {}; TCP to a daemon on this host: {})",
+                             kDefaultTcpStreams, kLocalTcpStreams))
       ->type_name("N")
       ->check(range(1, 16));
   app.add_flag("--no-zerocopy", o.no_zerocopy, "TCP transport: plain sends instead of zero-copy sends");

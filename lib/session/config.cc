@@ -20,7 +20,7 @@ uint32_t chunk_for(const Settings& s) {
 
 ConnectOptions connect_options(const Settings& s, ConnectOptions base) {
   base.max_chunk = chunk_for(s);
-  base.tcp_streams = s.streams ? s.streams : kDefaultTcpStreams;
+  base.tcp_streams = s.streams;  // 0: the transport's choice, by where the daemon is
   base.rdma_qps = s.streams ? s.streams : kDefaultRdmaQps;
   return base;
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "transport/rails_option.h"
+#include "transport/tcp/tcp_transport.h"
 #include "transport/transport.h"
 
 namespace rcp {
@@ -17,11 +18,10 @@ namespace rcp {
 constexpr uint16_t kDefaultRdmaPort = 7471;
 constexpr uint16_t kDefaultTcpPort = 7472;
 
-/// Connections per copy when --streams is not given. TCP: 2, so socket work
-/// is not one core's. RDMA: 2 queue pairs — measured in the soft-RoCE guest
+/// Queue pairs per copy when --streams is not given (TCP's streams:
+/// tcp/tcp_transport.h): 2 — measured in the soft-RoCE guest
 /// (bench/README.md): push +14 % over 1 QP, pull the same, 4 no better than
 /// 2; one extra rdma_cm connect per copy is the whole cost.
-constexpr uint32_t kDefaultTcpStreams = 2;
 constexpr uint32_t kDefaultRdmaQps = 2;
 
 struct ConnectOptions {
@@ -30,7 +30,7 @@ struct ConnectOptions {
   uint16_t tcp_port = kDefaultTcpPort;
   uint32_t max_chunk = 1u << 20;
   int timeout_ms = 10000;
-  uint32_t tcp_streams = kDefaultTcpStreams;
+  uint32_t tcp_streams = 0;  // 0: kDefaultTcpStreams, or kLocalTcpStreams to a daemon on this host
   uint32_t rdma_qps = kDefaultRdmaQps;
   bool zerocopy = true;
   /// TLS 1.3 on every TCP stream (rcp --encrypt). RDMA is not encrypted:

@@ -70,7 +70,14 @@ stop_daemon() {
   : > "$dlog.done"
 }
 # Every client run keeps its stderr in $work/err, so a failing check can show it.
-rcp() { (umask 027; exec timeout 120 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" "$@" 2> "$work/err"); }
+# Over TCP, two streams unless a check asks for its own count: the default toward another host,
+# so the suite's copies go over the multi-stream paths; a daemon on this host gets 1 TCP stream
+# by default (streams_suite.sh checks both defaults). RDMA's default is 2 queue pairs anyway.
+rcp() {
+  local s=()
+  [ "$transport" = tcp ] && [[ " $* " != *" --streams "* ]] && s=(--streams 2)
+  (umask 027; exec timeout 120 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" "${s[@]}" "$@" 2> "$work/err")
+}
 
 # Objects the suite copies.
 head -c 0 /dev/urandom > "$src/size0"
@@ -281,7 +288,7 @@ check "  ... writing nothing" test ! -e "$out/fifo"
 nfifo=24; [ "$transport" = rdma ] && nfifo=8
 fpids=()
 for i in $(seq $nfifo); do
-  timeout 120 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" "$addr:data/fifo" "$out/fifo" 2>/dev/null &
+  timeout 120 "$RCP" --transport "$transport" -P "$rport" --tcp-port "$tport" --streams 2 "$addr:data/fifo" "$out/fifo" 2>/dev/null &
   fpids+=($!)
 done
 frc=0 codes=
@@ -864,7 +871,7 @@ else
                refuse-join:"stream join refused by $addr:$fport"; do
       timeout 30 "$rawpeer" "$addr" "$fport" daemon "${how%%:*}" > "$work/fake" 2>&1 & fpid=$!
       for _ in $(seq 100); do grep -q listening "$work/fake" && break; sleep 0.05; done
-      timeout 20 "$RCP" --transport tcp --tcp-port "$fport" "$src/size4095" "$addr:data/never-${how%%:*}" 2> "$work/err"; rc=$?
+      timeout 20 "$RCP" --transport tcp --tcp-port "$fport" --streams 2 "$src/size4095" "$addr:data/never-${how%%:*}" 2> "$work/err"; rc=$?
       wait $fpid
       check "a daemon whose ${how%%:*} the client refuses: exit 2, '${how#*:}' (exit $rc)" \
         bash -c "[ $rc = 2 ] && grep -q '${how#*:}' '$work/err'"

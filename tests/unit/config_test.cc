@@ -105,7 +105,7 @@ TEST_CASE("connect options announce the chunk size and choose the streams") {
   SUBCASE("streams unset: each transport's default") {
     const ConnectOptions c = connect_options(s, base);
     CHECK(c.max_chunk == 256u << 10);
-    CHECK(c.tcp_streams == kDefaultTcpStreams);
+    CHECK(c.tcp_streams == 0);  // TCP decides once connected: 1 to a daemon on this host, else 2
     CHECK(c.rdma_qps == kDefaultRdmaQps);
     CHECK(c.kind == TransportKind::tcp);
     CHECK(c.tcp_port == 9000);

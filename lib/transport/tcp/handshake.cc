@@ -89,9 +89,9 @@ Result<uint64_t> recv_u64(int fd, TlsStream* tls, const Deadline& dl, const std:
 /// Sends our hello, reads and checks the peer's; with --encrypt, refuses a
 /// daemon that does not offer TLS.
 Result<wire::Hello> exchange_hello(int fd, const std::string& peer, const TcpOptions& opt, uint32_t flags,
-                                   const Deadline& dl) {
+                                   uint32_t streams, const Deadline& dl) {
   if (opt.encrypt) flags |= kHelloTls;
-  auto mine = wire::encode_hello(local_hello(opt, flags, opt.streams));
+  auto mine = wire::encode_hello(local_hello(opt, flags, streams));
   RCP_TRY(io_exact(fd, mine.data(), mine.size(), true, dl, peer));
   std::vector<uint8_t> theirs(wire::kHelloSize);
   RCP_TRY(io_exact(fd, theirs.data(), theirs.size(), false, dl, peer));
@@ -228,8 +228,11 @@ Result<std::unique_ptr<Transport>> tcp_connect(const std::string& host, uint16_t
     RCP_ASSIGN(ctx, TlsContext::client());
   }
   RCP_ASSIGN(Fd first, dial(host, port, peer, opt.bind));
+  const uint32_t streams =
+      opt.streams != 0 ? std::clamp<uint32_t>(opt.streams, 1, kMaxJoinedConnections)
+                       : is_local_peer(first.get()) ? kLocalTcpStreams : kDefaultTcpStreams;
   const Deadline dl = Deadline::in(opt.timeout_ms);
-  RCP_ASSIGN(wire::Hello h, exchange_hello(first.get(), peer, opt, 0, dl));
+  RCP_ASSIGN(wire::Hello h, exchange_hello(first.get(), peer, opt, 0, streams, dl));
   std::unique_ptr<TlsStream> tls;
   if (ctx) {
     RCP_ASSIGN(tls, TlsStream::handshake(*ctx, first.get(), dl, peer));
@@ -244,12 +247,11 @@ Result<std::unique_ptr<Transport>> tcp_connect(const std::string& host, uint16_t
   RCP_TRY(t->init(std::move(first), std::move(tls)));
   // Extra streams join the session with its token; a daemon that offers no
   // token gets one stream.
-  const uint32_t streams = std::clamp<uint32_t>(opt.streams, 1, kMaxJoinedConnections);
   for (uint32_t i = 1; token != 0 && i < streams; ++i) {
     std::string p2;
     RCP_ASSIGN(Fd s, dial(host, port, p2, opt.bind));
     const Deadline jdl = Deadline::in(opt.timeout_ms);
-    RCP_TRY(exchange_hello(s.get(), p2, opt, kHelloJoin, jdl));
+    RCP_TRY(exchange_hello(s.get(), p2, opt, kHelloJoin, streams, jdl));
     std::unique_ptr<TlsStream> stls;
     if (ctx) {
       RCP_ASSIGN(stls, TlsStream::handshake(*ctx, s.get(), jdl, p2, pin));

@@ -27,10 +27,22 @@ namespace tcp {
 class TlsContext;
 }
 
+/// TCP connections per copy when --streams is not given: 2, so socket work
+/// is not one core's (a NIC spreads flows over its queues and their cores);
+/// 1 to a daemon on this host, where each end's socket work runs on that
+/// end's core whatever the count: on loopback one stream moved 1 GiB 11-12 %
+/// faster than two, with less CPU at both ends (push 2,444 -> 2,706 MB/s,
+/// pull 2,428 -> 2,730; bench/README.md).
+constexpr uint32_t kDefaultTcpStreams = 2;
+constexpr uint32_t kLocalTcpStreams = 1;
+
 struct TcpOptions {
   uint32_t max_chunk = 0;
   uint32_t reads_in_flight = 32;
-  uint32_t streams = 2;     ///< TCP connections per copy, 1..16 (client side decides; its hello announces them)
+  /// TCP connections per copy, 1..16 (the client decides; its hello announces
+  /// them); 0: kDefaultTcpStreams, or kLocalTcpStreams when the daemon is on
+  /// this host.
+  uint32_t streams = 0;
   bool zerocopy = true;     ///< IORING_OP_SENDMSG_ZC for read replies, if the kernel has it
   int timeout_ms = 10000;   ///< connect and hello
   /// Client: TLS 1.3 on every stream (tcp/tls.h); a daemon that does not
