@@ -12,12 +12,13 @@
 #include "transport/connect.h"
 #include "transport/rdma/rdma_transport.h"
 #include "util/fd.h"
+#include "scratch_dir.h"
 
 using namespace rcp;
 
 namespace {
 
-bool says(const Error& e, const std::string& words) { return e.message().find(words) != std::string::npos; }
+using test::says;
 
 /// A loopback TCP port nothing listens on (bound, then closed).
 uint16_t closed_port() {

@@ -13,6 +13,7 @@
 
 #include "daemon/glob.h"
 #include "util/fd.h"
+#include "scratch_dir.h"
 
 using namespace rcp;
 
@@ -38,7 +39,7 @@ struct Root {
   }
 };
 
-bool says(const Error& e, const std::string& words) { return e.message().find(words) != std::string::npos; }
+using test::says;
 
 }  // namespace
 

@@ -15,24 +15,14 @@
 #include <string>
 
 #include "fs/metadata.h"
+#include "scratch_dir.h"
 #include "util/fd.h"
 
 using namespace rcp;
 
 namespace {
 
-struct Scratch {
-  std::string dir;
-  Fd fd;
-  Scratch() {
-    char tmpl[] = "/tmp/rcp-metadata-test.XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    dir = tmpl;
-    fd.reset(::open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    REQUIRE(fd.valid());
-  }
-  ~Scratch() { std::filesystem::remove_all(dir); }
-  std::string at(const std::string& name) const { return dir + "/" + name; }
+struct Scratch : test::ScratchDir {
   /// Entries whose names mark them as one of make_and_rename's temporaries.
   int temps() const {
     int n = 0;
@@ -47,7 +37,7 @@ struct Scratch {
   }
 };
 
-bool says(const Error& e, const std::string& words) { return e.message().find(words) != std::string::npos; }
+using test::says;
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "fs/tempfile.h"
+#include "scratch_dir.h"
 
 using namespace rcp;
 
@@ -31,21 +32,8 @@ struct RemovedDir {
   }
 };
 
-struct Scratch {
-  std::string dir;
-  Fd fd;
-  Scratch() {
-    char tmpl[] = "/tmp/rcp-tempfile-test.XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    dir = tmpl;
-    fd.reset(::open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    REQUIRE(fd.valid());
-  }
-  ~Scratch() { std::filesystem::remove_all(dir); }
-  std::string at(const std::string& name) const { return dir + "/" + name; }
-};
-
-bool says(const Error& e, const std::string& words) { return e.message().find(words) != std::string::npos; }
+using Scratch = test::ScratchDir;
+using test::says;
 
 }  // namespace
 
