@@ -35,7 +35,8 @@ void Channel::enable_mac(auth::Role self, const auth::SessionKeys& keys) {
 }
 
 Status Channel::send(const Message& m) {
-  std::vector<uint8_t> buf;
+  std::vector<uint8_t>& buf = tx_;
+  buf.clear();
   RCP_TRY(wire::encode(m, buf));
   log_debug("send {} to {}", wire::type_name(wire::type_of(m)), t_.peer());
   if (mac_) {
