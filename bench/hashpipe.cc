@@ -43,8 +43,14 @@ struct Header {
   uint8_t digest[16];
 };
 
+// The receiver's temporary file, removed by every way out but the rename, so
+// a failed run leaves nothing behind (as rcp's own receiver).
+std::string g_tmp;
+
 [[noreturn]] void die(const char* what) {
-  std::fprintf(stderr, "hashpipe: %s: %s\n", what, std::strerror(errno));
+  const int err = errno;
+  if (!g_tmp.empty()) ::unlink(g_tmp.c_str());
+  std::fprintf(stderr, "hashpipe: %s: %s\n", what, std::strerror(err));
   std::exit(2);
 }
 
@@ -116,19 +122,20 @@ int recv_file(const char* path, const char* port) {
   std::string tmp = std::string(path) + ".hashpipe.XXXXXX";
   const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) die("temp file");
+  g_tmp = tmp;
   std::vector<uint8_t> buf(kChunk);
   for (;;) {
     Header h;
     if (!recv_all(s, &h, sizeof h)) break;
     if (h.len == 0 || h.len > kChunk) {
-      ::unlink(tmp.c_str());
+      ::unlink(g_tmp.c_str());
       std::fprintf(stderr, "hashpipe: chunk of %u bytes\n", h.len);
       return 1;
     }
     if (!recv_all(s, buf.data(), h.len)) die("short chunk");
     const rcp::Digest d = digest(buf.data(), h.len);
     if (std::memcmp(d.bytes.data(), h.digest, sizeof h.digest) != 0) {
-      ::unlink(tmp.c_str());
+      ::unlink(g_tmp.c_str());
       std::fprintf(stderr, "hashpipe: digest mismatch\n");
       return 1;
     }
@@ -140,6 +147,7 @@ int recv_file(const char* path, const char* port) {
     }
   }
   if (::close(fd) != 0 || ::rename(tmp.c_str(), path) != 0) die("rename");
+  g_tmp.clear();
   ::close(s);
   return 0;
 }

@@ -68,13 +68,16 @@ struct PendingRead {
   uint32_t stream = 0;
 };
 
-/// Frame header bytes, shared so that a zero-copy send can keep them alive
-/// until the kernel's notification even after the item itself moved on.
-using Bytes = std::shared_ptr<std::vector<uint8_t>>;
+/// Frame header bytes (+ a control message's payload). A zero-copy send
+/// takes them over until the kernel's notification (their heap buffer stays
+/// where the send's iovec points) and leaves the item a copy, in case part
+/// of it must be sent again. One allocation per item: a shared_ptr here cost
+/// a second one on every message, zero-copy or not.
+using Bytes = std::vector<uint8_t>;
 
 struct OutItem {
-  Bytes head = std::make_shared<std::vector<uint8_t>>();  // frame header (+ small payload)
-  const uint8_t* data = nullptr;                          // read reply: registered pool memory
+  Bytes head;                     // frame header (+ small payload)
+  const uint8_t* data = nullptr;  // read reply: registered pool memory
   size_t data_len = 0;
   size_t sent = 0;  // of head.size() + data_len
   bool reply = false;  // answers a peer's READ_REQ (counted in replies_owed_)

@@ -137,6 +137,7 @@ Status TcpTransport::serve_read(Stream& s, uint64_t cookie, uint64_t addr, uint3
     return make_error(EPROTO, fmt::format("{} has {} read replies waiting and asks for more ({} reads in flight agreed)",
                                           peer_, replies_owed_, neg_.reads_in_flight));
   OutItem it;
+  it.head.reserve(kFrameHeader);
   it.reply = true;
   ++replies_owed_;
   const Region* reg = (key >= 1 && key <= regions_.size()) ? &regions_[key - 1] : nullptr;
@@ -146,9 +147,9 @@ Status TcpTransport::serve_read(Stream& s, uint64_t cookie, uint64_t addr, uint3
   if (!reg || !reg->remote_read || len == 0 || len > wire::kMaxChunk || addr - base > reg->len ||
       reg->len - (addr - base) < len) {
     log_error("refusing read of {} bytes at {:#x} (key {}) from {}: outside registered memory", len, addr, key, peer_);
-    put_frame_header(*it.head, kReadErr, 0, cookie);
+    put_frame_header(it.head, kReadErr, 0, cookie);
   } else {
-    put_frame_header(*it.head, kReadResp, len, cookie);
+    put_frame_header(it.head, kReadResp, len, cookie);
     it.data = reinterpret_cast<const uint8_t*>(addr);
     it.data_len = len;
   }

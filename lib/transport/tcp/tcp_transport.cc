@@ -131,8 +131,9 @@ Status TcpTransport::send(std::span<const uint8_t> message) {
   it.cost = static_cast<uint32_t>(cost);
   unsent_ += cost;
   ++unsent_msgs_;
-  put_frame_header(*it.head, kMsg, static_cast<uint32_t>(message.size()), 0);
-  it.head->insert(it.head->end(), message.begin(), message.end());
+  it.head.reserve(kFrameHeader + message.size());
+  put_frame_header(it.head, kMsg, static_cast<uint32_t>(message.size()), 0);
+  it.head.insert(it.head.end(), message.begin(), message.end());
   streams_[0]->out.push_back(std::move(it));
   return {};
 }
@@ -151,8 +152,9 @@ Status TcpTransport::read(uint64_t cookie, uint32_t rkey, std::span<const ReadWr
     pr.stream = static_cast<uint32_t>(next_stream_++ % streams_.size());
   if (streams_[pr.stream]->eof) return make_error(ENOTCONN, "read on a closed connection to " + peer_);
   OutItem it;
-  put_frame_header(*it.head, kReadReq, kReadReqPayload, cookie);
-  wire::Writer w(*it.head);
+  it.head.reserve(kFrameHeader + kReadReqPayload);
+  put_frame_header(it.head, kReadReq, kReadReqPayload, cookie);
+  wire::Writer w(it.head);
   w.u64(wrs.front().remote_addr);
   w.u32(rkey);
   w.u32(pr.length);
@@ -282,11 +284,11 @@ void TcpTransport::submit_send(uint32_t i, Stream& s) {
   while (!s.out.empty() && n < kMaxIov - 1) {
     OutItem& it = s.out.front();
     size_t skip = it.sent;
-    if (skip < it.head->size()) {
-      s.tx_iov[n++] = {it.head->data() + skip, it.head->size() - skip};
+    if (skip < it.head.size()) {
+      s.tx_iov[n++] = {it.head.data() + skip, it.head.size() - skip};
       skip = 0;
     } else {
-      skip -= it.head->size();
+      skip -= it.head.size();
     }
     if (it.data_len > skip) {
       s.tx_iov[n++] = {const_cast<uint8_t*>(it.data) + skip, it.data_len - skip};
@@ -310,7 +312,10 @@ void TcpTransport::submit_send(uint32_t i, Stream& s) {
   s.send_seq = seq;
   if (s.send_zc) {
     auto& keep = s.zc_wait[seq];
-    for (auto& it : s.sending) keep.push_back(it.head);
+    for (auto& it : s.sending) {
+      keep.push_back(std::move(it.head));
+      it.head = keep.back();
+    }
   }
   s.send_busy = true;
 }
@@ -375,7 +380,7 @@ void TcpTransport::on_send_done(Stream& s, uint64_t seq, int res, uint32_t flags
   size_t k = 0;
   for (; k < s.sending.size() && left > 0; ++k) {
     OutItem& f = s.sending[k];
-    size_t rem = f.head->size() + f.data_len - f.sent;
+    size_t rem = f.head.size() + f.data_len - f.sent;
     if (left >= rem) {
       left -= rem;
       f.sent += rem;

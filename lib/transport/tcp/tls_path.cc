@@ -96,13 +96,13 @@ void TcpTransport::submit_tls_send(uint32_t i, Stream& s) {
     size_t batch = 0;
     while (!s.out.empty() && batch < kTlsSendBatch) {
       OutItem& it = s.out.front();
-      Status st = t.write({it.head->data(), it.head->size()});
+      Status st = t.write({it.head.data(), it.head.size()});
       if (st.ok() && it.data_len > 0) st = t.write({it.data, it.data_len});
       if (!st.ok()) {
         tls_error_ = st.error().message();
         return;
       }
-      batch += it.head->size() + it.data_len;
+      batch += it.head.size() + it.data_len;
       sent_whole(it);  // (its ciphertext is bounded by the batch)
       s.out.pop_front();
     }
