@@ -1,13 +1,16 @@
 // io/ring: a completion must wake a loop that sleeps in epoll on the ring's
-// eventfd as soon as it exists, not some time later.
+// eventfd as soon as it exists, not some time later; each setup step that
+// fails says which.
 #include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <vector>
 
 #include "io/ring.h"
 #include "tcp_pair.h"
@@ -43,4 +46,43 @@ TEST_CASE("ring: a receive's completion signals the eventfd by the time the peer
   }
   CHECK(completed == 50);
   CHECK(woken == 50);
+}
+
+TEST_CASE("ring: a ring the kernel refuses is an error naming io_uring_queue_init") {
+  auto r = Ring::create(0);  // no entries: EINVAL
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == EINVAL);
+  CHECK(r.error().context == "io_uring_queue_init");
+}
+
+TEST_CASE("ring: no descriptor left for its eventfd is an error naming eventfd") {
+  // Exactly one descriptor free below the limit: the ring takes it and the
+  // eventfd finds none (EMFILE).
+  rlimit old{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &old) == 0);
+  rlimit low = old;
+  low.rlim_cur = 64;
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+  std::vector<int> fill;
+  for (int fd; (fd = ::dup(0)) >= 0;) fill.push_back(fd);
+  REQUIRE(errno == EMFILE);
+  REQUIRE_FALSE(fill.empty());
+  ::close(fill.back());
+  fill.pop_back();
+  auto r = Ring::create(8);
+  for (int fd : fill) ::close(fd);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &old) == 0);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == EMFILE);
+  CHECK(r.error().context == "eventfd");
+}
+
+TEST_CASE("ring: buffers the kernel cannot register are an error naming the call") {
+  auto r = Ring::create(8);
+  REQUIRE(r.ok());
+  const iovec bad[1] = {{nullptr, 4096}};  // not mapped memory: EFAULT
+  const Status st = (*r)->register_buffers(bad);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == EFAULT);
+  CHECK(st.error().context.find("io_uring_register_buffers (1 buffers") == 0);
 }

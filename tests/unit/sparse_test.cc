@@ -109,6 +109,22 @@ TEST_CASE("fill_hole: every mode reads back zeros; leave and punch deallocate, a
   }
 }
 
+TEST_CASE("fill_hole: zeros that cannot be written are an error naming them, not a loop") {
+  // A descriptor open for reading only: fallocate and pwrite both fail
+  // (EBADF). A failed pwrite counted as bytes written would walk the
+  // offset backwards forever.
+  SparseFile f(4 * M);
+  const int ro = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(ro >= 0);
+  for (HoleFill how : {HoleFill::leave, HoleFill::allocate, HoleFill::zero, HoleFill::discard}) {
+    const Status st = fill_hole(ro, 0, M, how, true);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == EBADF);
+    CHECK(st.error().context.find("write zeros for a hole") != std::string::npos);
+  }
+  ::close(ro);
+}
+
 TEST_CASE("nonzero_spans: whole aligned zero blocks are left out, nothing else") {
   constexpr uint32_t G = 4096;
   std::vector<uint8_t> buf(8 * G, 0);

@@ -228,3 +228,16 @@ TEST_CASE("xattr pieces: out of order, another name or total midway, a repeat, o
     refused(a, piece("user.last", kMaxXattrValue, 0, "b"), "bytes of xattrs on one entry");
   }
 }
+
+TEST_CASE("xattrs of a descriptor that cannot be read: an error naming the call, no list") {
+  // (A failed size query must stop here: read as a size, -1 would ask for
+  // a string of SIZE_MAX bytes.)
+  const auto got = read_xattrs(-1, kUserOnly);
+  REQUIRE_FALSE(got.ok());
+  CHECK(got.error().code == EBADF);
+  CHECK(got.error().context.find("listxattr") != std::string::npos);
+  const Status rm = remove_other_xattrs(-1, {}, kUserOnly);
+  REQUIRE_FALSE(rm.ok());
+  CHECK(rm.error().code == EBADF);
+  CHECK(rm.error().context.find("listxattr") != std::string::npos);
+}
