@@ -23,6 +23,7 @@
 #include "util/fd.h"
 #include "wire/auth_messages.h"
 #include "wire/messages.h"
+#include "scratch_dir.h"
 
 using namespace rcp;
 
@@ -157,10 +158,9 @@ TEST_CASE("client_secret: a password file must be a regular file of the owner's 
     CHECK_MESSAGE(s.error().message().find(why) != std::string::npos, s.error().message());
   };
   refused("/dev/null", "not a regular file");
-  char dir[] = "/tmp/rcp-pwdir.XXXXXX";
-  REQUIRE(::mkdtemp(dir) != nullptr);
-  refused(dir, "not a regular file");
-  const std::string f = std::string(dir) + "/pw";
+  const test::ScratchDir scratch;
+  refused(scratch.dir, "not a regular file");
+  const std::string f = scratch.at("pw");
   {
     Fd fd(::open(f.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     REQUIRE(::write(fd.get(), "pw\n", 3) == 3);
@@ -172,8 +172,6 @@ TEST_CASE("client_secret: a password file must be a regular file of the owner's 
   CHECK(*ok == "pw");
   REQUIRE(::truncate(f.c_str(), 0) == 0);
   refused(f, "is empty");  // not taken as "no password": that would skip authentication
-  ::unlink(f.c_str());
-  ::rmdir(dir);
 }
 
 TEST_CASE("channel: a peer that hangs up before answering is named as such") {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "daemon/config.h"
+#include "scratch_dir.h"
 
 using namespace rcp;
 using namespace rcp::daemon;
@@ -279,9 +280,9 @@ TEST_CASE("config: size bound and load_config") {
   REQUIRE_FALSE(big.ok());
   CHECK(big.error().code == EFBIG);
 
-  char dir[] = "/tmp/rcp-config-test-XXXXXX";
-  REQUIRE(mkdtemp(dir) != nullptr);
-  const std::string path = std::string(dir) + "/rcpd.conf";
+  const test::ScratchDir scratch;
+  const std::string dir = scratch.dir;
+  const std::string path = scratch.at("rcpd.conf");
   FILE* f = std::fopen(path.c_str(), "w");
   REQUIRE(f != nullptr);
   std::fputs(kFull, f);
@@ -315,9 +316,6 @@ TEST_CASE("config: size bound and load_config") {
   auto toobig = load_config(path);
   REQUIRE_FALSE(toobig.ok());
   CHECK(toobig.error().code == EFBIG);
-
-  unlink(path.c_str());
-  rmdir(dir);
 }
 
 TEST_CASE("daemon config: a file with no module is valid and serves nothing") {

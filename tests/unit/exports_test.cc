@@ -10,6 +10,7 @@
 #include <string>
 
 #include "daemon/exports.h"
+#include "scratch_dir.h"
 
 using namespace rcp;
 using namespace rcp::daemon;
@@ -45,9 +46,8 @@ TEST_CASE("peer_address reads every form the transports log") {
 }
 
 TEST_CASE("clean_stale_temps removes .NAME.rcp-XXXXXXXX files only, below the root, without following links") {
-  char tmpl[] = "/tmp/rcp-exports-test.XXXXXX";
-  REQUIRE(mkdtemp(tmpl) != nullptr);
-  const std::string d = tmpl;
+  const test::ScratchDir root, out;
+  const std::string& d = root.dir;
   auto touch = [](const std::string& p) { ::close(::open(p.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600)); };
   REQUIRE(::mkdir((d + "/sub").c_str(), 0700) == 0);
   touch(d + "/.a.txt.rcp-abc12345");
@@ -62,10 +62,9 @@ TEST_CASE("clean_stale_temps removes .NAME.rcp-XXXXXXXX files only, below the ro
     const struct timespec ts[2] = {{::time(nullptr) - 8 * 24 * 3600, 0}, {::time(nullptr) - 8 * 24 * 3600, 0}};
     REQUIRE(::utimensat(AT_FDCWD, (d + "/sub/.old.rcp-partial").c_str(), ts, 0) == 0);
   }
-  char outside[] = "/tmp/rcp-exports-out.XXXXXX";
-  REQUIRE(mkdtemp(outside) != nullptr);
+  const std::string& outside = out.dir;
   touch(std::string(outside) + "/.x.rcp-abcdefgh");
-  REQUIRE(::symlink(outside, (d + "/link").c_str()) == 0);
+  REQUIRE(::symlink(outside.c_str(), (d + "/link").c_str()) == 0);
   const int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   CHECK(clean_stale_temps(fd) == 3);
   ::close(fd);
@@ -77,5 +76,4 @@ TEST_CASE("clean_stale_temps removes .NAME.rcp-XXXXXXXX files only, below the ro
   CHECK(::access((d + "/.a.txt.rcp-ABC12345").c_str(), F_OK) == 0);
   CHECK(::access((d + "/.a.txt.rcp-abc1234").c_str(), F_OK) == 0);
   CHECK(::access((std::string(outside) + "/.x.rcp-abcdefgh").c_str(), F_OK) == 0);
-  CHECK(std::system(("rm -rf '" + d + "' '" + outside + "'").c_str()) == 0);
 }

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <string>
 
+#include "scratch_dir.h"
+
 using namespace rcp::cli;
 
 namespace {
@@ -102,9 +104,8 @@ TEST_CASE("job: names") {
 }
 
 TEST_CASE("job: a job file that is missing, a directory or over 1 MiB is refused, naming it") {
-  char t[] = "/tmp/rcp-job-test.XXXXXX";
-  REQUIRE(::mkdtemp(t) != nullptr);
-  const std::string dir = t;
+  const rcp::test::ScratchDir scratch;
+  const std::string dir = scratch.dir;
   auto missing = load_job("nightly", dir);
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.error().code == ENOENT);
@@ -122,7 +123,6 @@ TEST_CASE("job: a job file that is missing, a directory or over 1 MiB is refused
   REQUIRE_FALSE(b.ok());
   CHECK(b.error().code == EFBIG);
   CHECK(b.error().message().find("job file " + dir + "/big.toml is larger than 1 MiB") != std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("job: bounds") {
