@@ -8,16 +8,16 @@
 namespace rcp {
 
 Result<std::unique_ptr<HashPool>> HashPool::create(Checksum algo, unsigned threads) {
-  std::unique_ptr<HashPool> p(new HashPool(algo));
-  p->efd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!p->efd_.valid()) return sys_error("eventfd");
-  for (unsigned i = 0; i < std::max(1u, threads); ++i) p->threads_.emplace_back([raw = p.get()] { raw->work(); });
-  return p;
+  return start(std::unique_ptr<HashPool>(new HashPool(algo)), threads);
 }
 
 Result<std::unique_ptr<HashPool>> HashPool::create_keyed(const std::array<uint8_t, 32>& key, unsigned threads) {
   std::unique_ptr<HashPool> p(new HashPool(Checksum::sha256));
   p->key_ = key;
+  return start(std::move(p), threads);
+}
+
+Result<std::unique_ptr<HashPool>> HashPool::start(std::unique_ptr<HashPool> p, unsigned threads) {
   p->efd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!p->efd_.valid()) return sys_error("eventfd");
   for (unsigned i = 0; i < std::max(1u, threads); ++i) p->threads_.emplace_back([raw = p.get()] { raw->work(); });

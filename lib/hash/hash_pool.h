@@ -52,6 +52,8 @@ class HashPool {
 
  private:
   HashPool(Checksum algo) : algo_(algo) {}
+  /// Its eventfd and worker threads.
+  static Result<std::unique_ptr<HashPool>> start(std::unique_ptr<HashPool> p, unsigned threads);
   void work();
 
   Checksum algo_;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "util/anon_memory.h"
@@ -40,4 +41,16 @@ TEST_CASE("anon memory: zeroed, writable, resident, huge-page aligned when big")
     CHECK(m->data() == nullptr);
   }
   CHECK_FALSE(AnonMemory::map(0).ok());
+}
+
+TEST_CASE("anon memory: nothing to map, or more than there is, is an error saying which") {
+  auto none = AnonMemory::map(0);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().code == EINVAL);
+  CHECK(none.error().context == "map 0 bytes");
+  const size_t huge = size_t{1} << 60;  // beyond any address space mmap hands out
+  auto big = AnonMemory::map(huge);
+  REQUIRE_FALSE(big.ok());
+  CHECK(big.error().code == ENOMEM);
+  CHECK(big.error().context == "allocate " + std::to_string(huge) + " bytes");
 }

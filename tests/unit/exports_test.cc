@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "daemon/config.h"
 #include "daemon/exports.h"
 #include "scratch_dir.h"
 
@@ -76,4 +77,32 @@ TEST_CASE("clean_stale_temps removes .NAME.rcp-XXXXXXXX files only, below the ro
   CHECK(::access((d + "/.a.txt.rcp-ABC12345").c_str(), F_OK) == 0);
   CHECK(::access((d + "/.a.txt.rcp-abc1234").c_str(), F_OK) == 0);
   CHECK(::access((std::string(outside) + "/.x.rcp-abcdefgh").c_str(), F_OK) == 0);
+}
+
+TEST_CASE("open_exports: a module it cannot open stops the daemon at start, naming file, module and path") {
+  const test::ScratchDir scratch;
+  auto open_with = [&](const std::string& module) {
+    auto c = parse_config_string(module, "t.conf");
+    REQUIRE_MESSAGE(c.ok(), (c.ok() ? "" : c.error().message()));
+    return open_exports(std::move(c.value()));
+  };
+  const std::string gone = scratch.at("gone");
+  auto dir = open_with("[modules.m]\npath = \"" + gone + "\"\n");
+  REQUIRE_FALSE(dir.ok());
+  CHECK(dir.error().code == ENOENT);
+  CHECK(test::says(dir.error(), "t.conf: module m: cannot open directory '" + gone + "'"));
+
+  auto dev = open_with("[modules.d]\ndevice = \"" + gone + "\"\n");
+  REQUIRE_FALSE(dev.ok());
+  CHECK(dev.error().code == ENOENT);
+  CHECK(test::says(dev.error(), "t.conf: module d: device '" + gone + "'"));
+
+  auto sec = open_with("[modules.s]\npath = \"" + scratch.dir + "\"\nauth_users = [\"alice\"]\nsecrets_file = \"" + gone +
+                       "\"\n");
+  REQUIRE_FALSE(sec.ok());
+  CHECK(sec.error().code == ENOENT);
+  CHECK(test::says(sec.error(), "t.conf: module s: secrets_file: "));
+
+  auto fine = open_with("[modules.m]\npath = \"" + scratch.dir + "\"\n");
+  CHECK(fine.ok());
 }

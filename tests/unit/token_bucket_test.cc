@@ -61,4 +61,9 @@ TEST_CASE("parse_rate: rsync's units") {
     CAPTURE(s);
     CHECK_FALSE(parse_rate(s).ok());
   }
+  // Too small for a double: strtod says ERANGE and gives 0, which must not
+  // pass for "0" (no limit).
+  const auto tiny = parse_rate("1e-400");
+  REQUIRE_FALSE(tiny.ok());
+  CHECK(tiny.error().context.find("not a rate") != std::string::npos);
 }
