@@ -10,6 +10,7 @@
 #include <string>
 
 #include "daemon/config.h"
+#include "daemon/device_module.h"
 #include "daemon/exports.h"
 #include "scratch_dir.h"
 
@@ -105,4 +106,28 @@ TEST_CASE("open_exports: a module it cannot open stops the daemon at start, nami
 
   auto fine = open_with("[modules.m]\npath = \"" + scratch.dir + "\"\n");
   CHECK(fine.ok());
+}
+
+TEST_CASE("a device module is named alone: a path below it, more sources or relative names are refused") {
+  ModuleConfig m;
+  m.name = "disk";
+  m.device = "/dev/null";
+  const wire::Open plain;
+  CHECK(check_device_path(m, "", plain).ok());
+  CHECK(check_device_path(m, "sub/file", plain).error().code == ENOENT);
+  wire::Open more;
+  more.more = {"other"};
+  CHECK(check_device_path(m, "", more).error().code == ENOENT);
+  wire::Open relative;
+  relative.flags = wire::kOpenRelative;
+  const Status st = check_device_path(m, "", relative);
+  REQUIRE_FALSE(st.ok());
+  CHECK(test::says(st.error(), "module disk exports a block device: name the module alone (disk)"));
+  // Written to: one file, verified, or nothing is opened.
+  wire::Open multi;
+  multi.flags = wire::kOpenMulti;
+  CHECK(device_destination(m, multi, true).error().code == ENOTDIR);
+  const auto unverified = device_destination(m, plain, false);
+  REQUIRE_FALSE(unverified.ok());
+  CHECK(test::says(unverified.error(), "digest none is refused"));
 }
