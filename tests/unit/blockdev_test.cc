@@ -32,3 +32,13 @@ TEST_CASE("open_device_target refuses what is not a block device, naming it") {
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.error().code == ENOENT);
 }
+
+TEST_CASE("block_device_size of what is not a block device is an error naming the ioctl") {
+  const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  auto size = block_device_size(fd, "the-null");
+  ::close(fd);
+  REQUIRE_FALSE(size.ok());
+  CHECK(size.error().code == ENOTTY);
+  CHECK(size.error().context == "size of block device 'the-null' (BLKGETSIZE64)");
+}

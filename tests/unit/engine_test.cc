@@ -30,8 +30,10 @@
 #include "fake_transport.h"
 #include "fs/itemize.h"
 #include "hash/digest.h"
+#include "io/ring.h"
 #include "io/write_inline.h"
 #include "session/ledger.h"
+#include "session/pool.h"
 #include "session/session.h"
 #include "session/xattr_pieces.h"
 #include "transport/backlog.h"
@@ -2620,4 +2622,15 @@ TEST_CASE("engine: a trusted.* xattr from a source is dropped quietly where the 
   CHECK(::getxattr(q.c_str(), "user.u", v, sizeof v) == 1);
   CHECK(::getxattr(q.c_str(), "trusted.t", v, sizeof v) == -1);
   CHECK(::getxattr(q.c_str(), "security.capability", v, sizeof v) == -1);
+}
+
+TEST_CASE("pool: memory that cannot be had is an error naming the pool and its size") {
+  FakeLink link;
+  auto ring = Ring::create(8);
+  REQUIRE(ring.ok());
+  Pool none(link.a(), 0, 1u << 20);
+  const Status st = none.init(**ring, true);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == EINVAL);
+  CHECK(st.error().context == "allocate buffer pool of 0 bytes");
 }
