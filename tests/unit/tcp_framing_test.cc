@@ -265,3 +265,24 @@ TEST_CASE("tcp: a frame that breaks the rules ends the connection, naming what w
     for (const auto& e : rig.events) CHECK(e.kind != TransportEvent::Kind::message);
   }
 }
+
+TEST_CASE("tcp: a read with nothing to read, or on a connection already ended, is refused at once") {
+  Rig rig;
+  std::vector<uint8_t> sink(64, 0);
+  REQUIRE(rig.t->register_memory(sink.data(), sink.size(), false).ok());
+  const Status empty = rig.t->read(1, 5, {});
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.error().code == EINVAL);
+  // Ended by a frame that breaks the rules: the socket is still open, so
+  // without the check a read request would go out and never be answered.
+  rig.write(rig.peer.get(), frame(99, 0, 0, {}));
+  REQUIRE(rig.until([&] { return rig.closed() != nullptr; }));
+  ReadWr wr;
+  wr.remote_addr = 0x1000;
+  wr.length = 8;
+  wr.sges = {{reinterpret_cast<uint64_t>(sink.data()), 8}};
+  const Status late = rig.t->read(2, 5, {&wr, 1});
+  REQUIRE_FALSE(late.ok());
+  CHECK(late.error().code == ENOTCONN);
+  CHECK(late.error().context == "read on a closed connection to the hostile peer");
+}
