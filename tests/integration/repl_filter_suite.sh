@@ -120,6 +120,12 @@ if [ "$transport" = tcp ] && [ -x "$rawpeer" ]; then
   timeout 30 "$rawpeer" "$addr" "$tport" open-get-relative data/ffsrc top.txt d1/./d2/deep.txt > "$work/raw" 2>&1
   check "  ... while clean ones are sent under their cleaned names" \
     bash -c "grep -q '^sent: top.txt' '$work/raw' && grep -q '^sent: d1/d2/deep.txt' '$work/raw'"
+  timeout 30 "$rawpeer" "$addr" "$tport" open-get-relative data/ffsrc top.txt ./ > "$work/raw" 2>&1
+  check "a raw --files-from OPEN listing a path that cleans to nothing ('./') is refused" \
+    bash -c "grep -q 'refused: refused an empty path in the list' '$work/raw' && ! grep -q '^sent' '$work/raw'"
+  timeout 30 "$rawpeer" "$addr" "$tport" open-get-relative data/ffsrc > "$work/raw" 2>&1
+  check "a raw --files-from OPEN listing no path at all is refused" \
+    bash -c "grep -q 'refused: a --files-from OPEN without paths' '$work/raw' && ! grep -q '^sent' '$work/raw'"
 fi
 
 # --- filters: rsync's rules on the sending side, whichever side that is
