@@ -262,6 +262,10 @@ fi
 expect "rcpd --listen ADDR:abc is refused (exit 2)" 2 "rcpd: " "$RCPD" --listen 127.0.0.1:abc --export a="$exp"
 check "  ... saying why" grep -q "port 'abc' is not a number" "$work/err"
 expect "rcpd --listen ADDR:99999 is refused" 2 "99999" "$RCPD" --listen 127.0.0.1:99999 --export a="$exp"
+expect "rcpd --listen '[::1' is refused" 2 "unterminated '['" "$RCPD" --listen '[::1' --export a="$exp"
+expect "rcpd --listen '[::1]7472' is refused" 2 "expected ':PORT' after ']'" "$RCPD" --listen '[::1]7472' --export a="$exp"
+expect "rcpd --listen '[::1]:' is refused" 2 "empty port after ':'" "$RCPD" --listen '[::1]:' --export a="$exp"
+expect "rcpd --listen '127.0.0.1:' is refused" 2 "empty port after ':'" "$RCPD" --listen '127.0.0.1:' --export a="$exp"
 expect "rcpd with a duplicate --export is refused" 2 "already exported" "$RCPD" --export a="$exp" --export a="$src"
 # Only where no rcpd.conf is installed: with one, rcpd serves it (the packaging test installs
 # and purges one; a run killed in between leaves it behind).
