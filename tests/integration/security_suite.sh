@@ -334,6 +334,15 @@ TOML
   rcp "$addr:pub/a.txt" "$work/out/asuser.txt"; rc=$?
   check "the unprivileged daemon serves (exit $rc)" test "$rc" = 0
   stop_daemon
+  # A user or group that does not exist is a startup error, never a daemon left running as root.
+  sed 's/^user = .*/user = "rcpd-no-such-user"/' "$work/user.conf" > "$work/nouser.conf"
+  timeout 20 "$RCPD" --config "$work/nouser.conf" --transport "$transport" > "$work/err" 2>&1; rc=$?
+  check "user = a name that does not exist: rcpd refuses to start (exit $rc), naming it" \
+    bash -c "[ $rc != 0 ] && [ $rc != 124 ] && grep -q \"user 'rcpd-no-such-user' (from \[daemon\] user) does not exist\" '$work/err'"
+  printf 'group = "rcpd-no-such-group"\n' | sed '/^user = /r /dev/stdin' "$work/user.conf" > "$work/nogroup.conf"
+  timeout 20 "$RCPD" --config "$work/nogroup.conf" --transport "$transport" > "$work/err" 2>&1; rc=$?
+  check "group = a name that does not exist: rcpd refuses to start (exit $rc), naming it" \
+    bash -c "[ $rc != 0 ] && [ $rc != 124 ] && grep -q \"group 'rcpd-no-such-group' does not exist\" '$work/err'"
 else
   echo "SKIP privilege drop: not root"
 fi
