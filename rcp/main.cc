@@ -21,6 +21,7 @@
 
 #include <pwd.h>
 
+#include "cli/number_option.h"
 #include "cli/address.h"
 #include "cli/client_config.h"
 #include "cli/exit_codes.h"
@@ -840,20 +841,7 @@ int run(const Options& o, const CLI::App& app) {
 /// "[4 - 65536]" in --help reads like a type signature; the range goes into
 /// the option's description instead, and a value outside it says so in words.
 CLI::Validator range(long lo, long hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& s) -> std::string {
-        long v = 0;
-        try {
-          size_t n = 0;
-          v = std::stol(s, &n);
-          if (n != s.size()) return "'" + s + "' is not a number";
-        } catch (...) {
-          return "'" + s + "' is not a number";
-        }
-        if (v < lo || v > hi) return fmt::format("{} is out of range ({} to {})", s, lo, hi);
-        return {};
-      },
-      "");
+  return CLI::Validator([lo, hi](std::string& s) { return cli::integer_problem(s, lo, hi); }, "");
 }
 
 }  // namespace

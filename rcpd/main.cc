@@ -23,6 +23,7 @@
 #include <optional>
 #include <thread>
 
+#include "cli/number_option.h"
 #include "daemon/device_module.h"
 #include "daemon/exports.h"
 #include "daemon/glob.h"
@@ -502,20 +503,7 @@ Result<std::pair<std::string, uint16_t>> parse_listen(const std::string& v) {
 }
 
 CLI::Validator range(long lo, long hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& s) -> std::string {
-        long v = 0;
-        try {
-          size_t n = 0;
-          v = std::stol(s, &n);
-          if (n != s.size()) return "'" + s + "' is not a number";
-        } catch (...) {
-          return "'" + s + "' is not a number";
-        }
-        if (v < lo || v > hi) return fmt::format("{} is out of range ({} to {})", s, lo, hi);
-        return {};
-      },
-      "");
+  return CLI::Validator([lo, hi](std::string& s) { return cli::integer_problem(s, lo, hi); }, "");
 }
 
 }  // namespace
