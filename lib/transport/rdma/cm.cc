@@ -123,22 +123,6 @@ rdma_conn_param conn_param(uint8_t initiator_depth, uint8_t responder_resources,
   return cp;
 }
 
-std::string sockaddr_string(const sockaddr* sa) {
-  char buf[INET6_ADDRSTRLEN] = "?";
-  if (!sa) return "?";
-  if (sa->sa_family == AF_INET) {
-    auto* in = reinterpret_cast<const sockaddr_in*>(sa);
-    inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf);
-    return fmt::format("{}:{}", buf, ntohs(in->sin_port));
-  }
-  if (sa->sa_family == AF_INET6) {
-    auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
-    inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof buf);
-    return fmt::format("[{}]:{}", buf, ntohs(in6->sin6_port));
-  }
-  return "?";
-}
-
 Status set_nonblock(int fd) {
   int fl = ::fcntl(fd, F_GETFL);
   if (fl < 0 || ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return sys_error("fcntl O_NONBLOCK");

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "transport/sockaddr_string.h"
 #include "transport/rdma/handles.h"
 #include "util/result.h"
 
@@ -59,9 +60,6 @@ Result<std::pair<EventChannel, CmId>> resolve_within(sockaddr_storage& dst, int 
 /// READ depths, transport and RNR retries at their maximum (7), and our
 /// hello as private data (which must outlive the call).
 rdma_conn_param conn_param(uint8_t initiator_depth, uint8_t responder_resources, std::span<const uint8_t> private_data);
-
-/// "10.0.0.1:7471", "[fe80::1]:7471" or "?".
-std::string sockaddr_string(const sockaddr* sa);
 
 Status set_nonblock(int fd);
 

@@ -116,21 +116,6 @@ Status join_session(StreamJoins& joins, uint64_t want, JoinedStream& js, const D
 
 }  // namespace
 
-std::string addr_string(const sockaddr* sa) {
-  char buf[INET6_ADDRSTRLEN] = "?";
-  if (sa->sa_family == AF_INET) {
-    auto* in = reinterpret_cast<const sockaddr_in*>(sa);
-    inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf);
-    return fmt::format("{}:{}", buf, ntohs(in->sin_port));
-  }
-  if (sa->sa_family == AF_INET6) {
-    auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
-    inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof buf);
-    return fmt::format("[{}]:{}", buf, ntohs(in6->sin6_port));
-  }
-  return "?";
-}
-
 Result<Fd> dial(const std::string& host, uint16_t port, std::string& peer, const std::string& bind) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
@@ -148,7 +133,7 @@ Result<Fd> dial(const std::string& host, uint16_t port, std::string& peer, const
       last = sys_error("socket");
       continue;
     }
-    peer = addr_string(ai->ai_addr);
+    peer = sockaddr_string(ai->ai_addr);
     if (!bind.empty()) {
       // The local address in the peer's family (port 0: the kernel picks).
       addrinfo bh{};
@@ -163,7 +148,7 @@ Result<Fd> dial(const std::string& host, uint16_t port, std::string& peer, const
       }
       std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> bguard(br, freeaddrinfo);
       if (::bind(s.get(), br->ai_addr, br->ai_addrlen) != 0) {
-        last = sys_error(fmt::format("--bind {}: cannot connect from {}", bind, addr_string(br->ai_addr)));
+        last = sys_error(fmt::format("--bind {}: cannot connect from {}", bind, sockaddr_string(br->ai_addr)));
         continue;
       }
     }

@@ -18,14 +18,12 @@
 #include <memory>
 #include <string>
 
+#include "transport/sockaddr_string.h"
 #include "transport/tcp/connection.h"
 #include "transport/tcp/tcp_transport.h"
 #include "wire/messages.h"
 
 namespace rcp::tcp {
-
-/// "1.2.3.4:5" or "[::1]:5".
-std::string addr_string(const sockaddr* sa);
 
 /// A connected socket to host:port (first address that answers); `peer` is
 /// set to the address it reached.

@@ -113,7 +113,7 @@ Result<std::unique_ptr<Listener>> tcp_listener(const std::string& host, uint16_t
   // "::" serves IPv6 only, so rcpd can also listen on "0.0.0.0" (its default pair).
   if (res->ai_family == AF_INET6) ::setsockopt(s.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
   if (::bind(s.get(), res->ai_addr, res->ai_addrlen) != 0)
-    return sys_error(fmt::format("bind tcp {}", tcp::addr_string(res->ai_addr)));
+    return sys_error(fmt::format("bind tcp {}", sockaddr_string(res->ai_addr)));
   if (::listen(s.get(), 64) != 0) return sys_error("listen");
   std::string address = fmt::format("tcp {}:{}", host.empty() ? "*" : host, port);
   return std::unique_ptr<Listener>(std::make_unique<tcp::TcpListener>(std::move(s), std::move(address), opt));
