@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <string>
 
+#include "util/log.h"
+
 namespace rcp {
 
 namespace {
@@ -60,6 +62,14 @@ Result<DirectFile> open_direct(int fd, int flags, const std::string& shown) {
   }
   d.fd.reset(dfd);
   return d;
+}
+
+DirectFile direct_or_buffered(int fd, int flags, const std::string& shown, bool& noted) {
+  auto d = open_direct(fd, flags, shown);
+  if (d.ok()) return std::move(d.value());
+  if (!noted) log_info("{}", d.error().context);
+  noted = true;
+  return {};
 }
 
 }  // namespace rcp

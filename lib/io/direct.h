@@ -39,4 +39,8 @@ struct DirectFile {
 /// back to buffered I/O, saying so with -v.
 Result<DirectFile> open_direct(int fd, int flags, const std::string& shown);
 
+/// open_direct for a session's file (--direct): the twin, or none when the
+/// file system refuses, logged once per session (`noted`) with -v.
+DirectFile direct_or_buffered(int fd, int flags, const std::string& shown, bool& noted);
+
 }  // namespace rcp

@@ -156,4 +156,22 @@ Status run_loop(Channel& ch, Ring& ring, Role& role, const SessionOptions& opt) 
   }
   return {};
 }
+
+/// A role from start to end: its ring, the role built on it (Role(ch, ring,
+/// what, opt)), its pool pinned (a too small RLIMIT_MEMLOCK fails here), the
+/// loop; a failed session is sent to the peer as ERROR before it returns.
+template <typename Role, typename What>
+Result<TransferStats> run_role(Channel& ch, What&& what, const SessionOptions& opt) {
+  RCP_ASSIGN(auto ring, Ring::create(256));
+  Role s(ch, *ring, std::forward<What>(what), opt);
+  Status st = s.init();
+  if (st.ok()) st = run_loop(ch, *ring, s, opt);
+  ring->drain();  // before s (and its pool) goes
+  if (!st.ok()) {
+    (void)ch.send(wire::ErrorMsg{st.error().code, st.error().context});
+    ch.flush(200);  // the peer learns why before the connection closes
+    return st.error();
+  }
+  return std::move(s.stats());
+}
 }  // namespace rcp

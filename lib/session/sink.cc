@@ -334,15 +334,8 @@ class Sink {
     // accepted (asked for, placed) is pruned.
     if (pruner_) pruner_->saw(fb.name, f.is_dir && !f.failed);
     f.error = std::move(e.error);
-    if (opt_.direct && !f.failed && !f.is_dir && f.size > 0 && f.tmp.fd() >= 0) {
-      auto d = open_direct(f.tmp.fd(), O_WRONLY, f.shown);
-      if (d.ok()) {
-        f.direct = std::move(d.value());
-      } else if (!direct_noted_) {
-        log_info("{}", d.error().context);
-        direct_noted_ = true;
-      }
-    }
+    if (opt_.direct && !f.failed && !f.is_dir && f.size > 0 && f.tmp.fd() >= 0)
+      f.direct = direct_or_buffered(f.tmp.fd(), O_WRONLY, f.shown, direct_noted_);
     f.skip = e.skip && !f.failed;
     // A dry run changes nothing: every entry is "kept", its chunks returned
     // unread (check_file tells the source which files would be written).
@@ -995,16 +988,6 @@ class Sink {
 }  // namespace
 
 Result<TransferStats> run_sink(Channel& ch, Destination& dest, const SessionOptions& opt) {
-  RCP_ASSIGN(auto ring, Ring::create(256));
-  Sink s(ch, *ring, dest, opt);
-  Status st = s.init();  // (pins the pool: a too small RLIMIT_MEMLOCK fails here)
-  if (st.ok()) st = run_loop(ch, *ring, s, opt);
-  ring->drain();  // before s (and its pool) goes
-  if (!st.ok()) {
-    (void)ch.send(wire::ErrorMsg{st.error().code, st.error().context});
-    ch.flush(200);  // the peer learns why before the connection closes
-    return st.error();
-  }
-  return std::move(s.stats());
+  return run_role<Sink>(ch, dest, opt);
 }
 }  // namespace rcp

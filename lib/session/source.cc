@@ -444,15 +444,7 @@ class Source {
     f.name = fb.name;
     f.type = fb.mode & S_IFMT;
     f.dev = sf->dev;
-    if (opt_.direct && !f.is_dir && f.size > 0) {
-      auto d = open_direct(f.fd.get(), O_RDONLY, f.shown);
-      if (d.ok()) {
-        f.direct = std::move(d.value());
-      } else if (!direct_noted_) {
-        log_info("{}", d.error().context);
-        direct_noted_ = true;
-      }
-    }
+    if (opt_.direct && !f.is_dir && f.size > 0) f.direct = direct_or_buffered(f.fd.get(), O_RDONLY, f.shown, direct_noted_);
     RCP_TRY(ch_.send(fb));
     // A hard link's xattrs are its group's first file's (the same inode).
     if (fb.link_to == 0 || fb.link_to == id)
@@ -591,17 +583,7 @@ Result<TransferStats> run_source(Channel& ch, std::vector<SourceOpener> files, c
 }
 
 Result<TransferStats> run_source(Channel& ch, SourceStream files, const SessionOptions& opt) {
-  RCP_ASSIGN(auto ring, Ring::create(256));
-  Source s(ch, *ring, std::move(files), opt);
-  Status st = s.init();  // (pins the pool: a too small RLIMIT_MEMLOCK fails here)
-  if (st.ok()) st = run_loop(ch, *ring, s, opt);
-  ring->drain();  // before s (and its pool) goes
-  if (!st.ok()) {
-    (void)ch.send(wire::ErrorMsg{st.error().code, st.error().context});
-    ch.flush(200);  // the peer learns why before the connection closes
-    return st.error();
-  }
-  return std::move(s.stats());
+  return run_role<Source>(ch, std::move(files), opt);
 }
 
 }  // namespace rcp
