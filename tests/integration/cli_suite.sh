@@ -20,10 +20,6 @@ mkdir -p "$XDG_CONFIG_HOME" "$HOME"
 # Below the kernel's ephemeral ports (32768-60999): see copy_suite.sh.
 base=$(( 20000 + (($$ + 7919) % 790) * 16 ))
 tport=$((base + 1)) rport=$base
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; [ -s "$work/err" ] && sed 's/^/    stderr: /' "$work/err" | tail -n 5; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
 # expect NAME CODE TEXT CMD...: CMD exits CODE and its stderr contains TEXT
 expect() {
   local name=$1 code=$2 text=$3; shift 3

@@ -57,3 +57,14 @@ suite_bins() {
   local b
   for b in "$RCP" "$RCPD"; do [ -x "$b" ] || { echo "$1: $b not built" >&2; exit 2; }; done
 }
+
+# The suites' tally: ok NAME; bad NAME [WHY], which also shows the last ERR_TAIL (default 5)
+# lines of $work/err, where a suite keeps the stderr of its last client command; check NAME
+# CMD... is ok when CMD succeeds. Each suite ends saying "$pass passed, $fail failed".
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+bad() {
+  fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"
+  if [ -n "${work:-}" ] && [ -s "$work/err" ]; then sed 's/^/    stderr: /' "$work/err" | tail -n "${ERR_TAIL:-5}"; fi
+}
+check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }

@@ -10,6 +10,8 @@
 # Needs RXE_ADDR_B/RXE_ADDR_D (rxe-run's second link); without them it says SKIP loudly and
 # exits 77. Prints PASS/FAIL lines and ends with "N passed, N failed".
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # ok, bad, check
+ERR_TAIL=8
 bin= addr=${RXE_ADDR_B:-} work=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,10 +32,6 @@ fi
 [ -n "$work" ] || work=$(mktemp -d /tmp/rcp-rails.XXXXXX)
 mkdir -p "$work/exp" "$work/out"
 port=$(( 24000 + ($$ % 500) * 2 ))
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; [ -s "$work/err" ] && sed 's/^/    client: /' "$work/err" | tail -n 8; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
 dpid=
 # Taking vethC down also drops the policy route through it (rxe-run's table 102): without it,
 # 10.78.0.2 is reached through lo and rxe3, so put it back with the link.

@@ -24,10 +24,6 @@ mkdir -p "$exp" "$out" "$src" "$outside" "$ro"
 # client socket's local port (CI saw "bind tcp 127.0.0.1:34938: Address already in use").
 base=$(( 20000 + ($$ % 790) * 16 ))
 rport=$base tport=$((base + 1)) rport2=$((base + 2)) tport2=$((base + 3))
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; [ -s "$work/err" ] && sed 's/^/    client: /' "$work/err" | tail -n 5; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
 dpid= dpid2=
 cleanup() {
   for p in $dpid $dpid2; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done

@@ -20,10 +20,6 @@ echo "security_suite[$transport]: work directory $work"
 # client socket's local port (CI saw "bind tcp 127.0.0.1:34938: Address already in use").
 base=$(( 20000 + ($$ % 790) * 16 ))
 rport=$base tport=$((base + 1))
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; [ -s "$work/err" ] && sed 's/^/    client: /' "$work/err" | tail -n 5; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
 
 dpid= nstart=0 dargs=()
 cleanup() {

@@ -26,10 +26,6 @@ chmod 755 "$work"
 # Below the kernel's ephemeral ports (32768-60999), away from the other suites.
 base=$(( 32650 + ($$ % 25) * 4 ))
 rport=$base tport=$((base + 1)) ctlport=$((base + 2)) dport=$((base + 3))
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
 pids=()
 export SLURM_CONF=$work/slurm.conf
 cleanup() {

@@ -33,10 +33,6 @@ mkdir -p "$exp" "$out" "$src"
 # Below the kernel's ephemeral ports (32768-60999), away from the other suites.
 base=$(( 14000 + ($$ % 1000) * 4 ))
 rport=$base tport=$((base + 1))
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; [ -s "$work/err" ] && sed 's/^/    client: /' "$work/err" | tail -n 5; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
 dpid=
 cleanup() {
   [ -n "$dpid" ] && kill -TERM "$dpid" 2>/dev/null && wait "$dpid" 2>/dev/null

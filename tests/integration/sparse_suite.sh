@@ -28,10 +28,6 @@ rm -rf "$src" "$exp" "$out"; mkdir -p "$src" "$exp" "$out"
 # client socket's local port (CI saw "bind tcp 127.0.0.1:34938: Address already in use").
 base=$(( 20000 + ($$ % 790) * 16 ))
 rport=$((base + 11)) tport=$((base + 12))
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; [ -s "$work/err" ] && sed 's/^/    client: /' "$work/err" | tail -n 5; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
 jnum() { grep -o "\"$1\":[0-9]*" "$2" | head -n 1 | cut -d: -f2; }
 jcheck() {  # NAME FILE KEY OP VALUE
   local v; v=$(jnum "$3" "$2")

@@ -21,10 +21,6 @@ rm -rf "$src" "$exp" "$out"; mkdir -p "$src" "$exp" "$out"
 # Ports: this suite's own offset (+9/+10) from the per-process base the other suites use.
 base=$(( 20000 + ($$ % 790) * 16 ))
 rport=$((base + 9)) tport=$((base + 10))
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; [ -s "$work/err" ] && sed 's/^/    client: /' "$work/err" | tail -n 5; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
 
 # A namespace and addresses unique to this run (two runs at once must not share a subnet).
 ns=rcp-streams-$$ veth=rcps$(( $$ % 100000 ))

@@ -22,10 +22,6 @@ export XDG_CONFIG_HOME=$work/config HOME=$work/home
 # Below the kernel's ephemeral ports (32768-60999): see copy_suite.sh.
 base=$(( 20000 + (($$ + 4099) % 790) * 16 ))
 tport=$((base + 1))
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; [ -s "$work/err" ] && sed 's/^/    stderr: /' "$work/err" | tail -n 5; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
 dpid=
 cleanup() {
   [ -n "$dpid" ] && { kill -TERM "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null; }

@@ -28,10 +28,6 @@ rm -rf "${work:?}"/*  # a kept run's leftovers
 mkdir -p "$exp" "$src" "$work/ref"
 base=$(( 20000 + ($$ % 790) * 16 ))
 rport=$((base + 13)) tport=$((base + 14))
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1${2:+: $2}"; [ -s "$work/err" ] && sed 's/^/    client: /' "$work/err" | tail -n 5; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
 dpid=
 cleanup() {
   if [ -n "$dpid" ] && kill -0 "$dpid" 2>/dev/null; then kill -TERM "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null; fi
