@@ -1,82 +1,54 @@
-// rcpd: the daemon. Parses options and opens the exports; which listeners
-// to open (lib/daemon/listeners) and the accept loop with one thread per
-// session (lib/daemon/server) live in lib/. A session that fails costs only
-// its own connection.
+// rcpd: the daemon. This file parses its options, opens the exports, writes
+// the pid file, drops privileges and reloads on SIGHUP; serve.cc handles one
+// connection. Which listeners to open (lib/daemon/listeners) and the accept
+// loop with one thread per session (lib/daemon/server) live in lib/. A
+// session that fails costs only its own connection.
 #include <CLI/CLI.hpp>
 #include <fcntl.h>
-#include <signal.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <grp.h>
 #include <pwd.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <fmt/core.h>
 #include <cstring>
-#include <limits>
-#include <map>
-#include <mutex>
 #include <set>
-#include <optional>
 #include <thread>
 
+#include <fmt/core.h>
+
 #include "cli/number_option.h"
-#include "daemon/device_module.h"
+#include "daemon.h"
+#include "daemon/config.h"
 #include "daemon/exports.h"
-#include "daemon/glob.h"
+#include "daemon/listen_address.h"
 #include "daemon/listeners.h"
 #include "daemon/server.h"
-#include "fs/filter.h"
-#include "fs/path.h"
-#include "session/config.h"
+#include "serve.h"
 #include "session/session.h"
 #include "transport/connect.h"
 #include "transport/tcp/tls.h"
 #include "util/cpus.h"
 #include "util/fd.h"
 #include "util/log.h"
-#include "util/notify.h"
 #include "util/memlock.h"
+#include "util/notify.h"
+
+namespace rcp::rcpd {
+std::atomic<bool> g_stop{false};
+}  // namespace rcp::rcpd
 
 namespace {
 
 using namespace rcp;
+using namespace rcp::rcpd;
+using rcp::daemon::parse_listen;
 
-std::atomic<bool> g_stop{false};
 std::atomic<bool> g_reload{false};
 void on_signal(int) { g_stop = true; }
 void on_hup(int) { g_reload = true; }
-
-struct Daemon {
-  /// What is served now; SIGHUP swaps in a new one, sessions keep theirs.
-  std::mutex mu;
-  std::shared_ptr<const daemon::Exports> exports;
-  std::string config_file;  ///< "" when the modules came from --export
-  Settings settings;  ///< every session's, but for the checksum and fsync its OPEN asks for
-  RailsOption rails;  ///< --rails: the devices offered as more rails (not enabled: all)
-  uint32_t max_connections = 64;
-  uint32_t max_per_host = 0;  ///< 0: none
-  double hello_timeout = 10;  ///< seconds for a whole TCP hello
-  std::map<std::string, uint32_t> module_sessions;  ///< by module name, those with a max_connections
-  std::shared_ptr<const daemon::Exports> current() {
-    std::lock_guard lk(mu);
-    return exports;
-  }
-  bool enter_module(const std::string& name, uint32_t max) {
-    std::lock_guard lk(mu);
-    uint32_t& n = module_sessions[name];
-    if (n >= max) return false;
-    ++n;
-    return true;
-  }
-  void leave_module(const std::string& name) {
-    std::lock_guard lk(mu);
-    if (auto it = module_sessions.find(name); it != module_sessions.end() && --it->second == 0) module_sessions.erase(it);
-  }
-};
 
 /// Re-reads the configuration file (SIGHUP). An invalid file is reported and
 /// the configuration in use kept; running sessions keep what they started with.
@@ -137,242 +109,6 @@ Status drop_privileges(const daemon::DaemonConfig& c) {
 
 static_assert(wire::kMaxOpenRules == kMaxFilterRules && wire::kMaxOpenRuleLen == kMaxFilterRuleLen,
               "the wire's bounds on filter rules are the filter's own");
-
-/// One path of a get, as it is sent: a file, or with -r a directory and
-/// everything below it, every path opened beneath the export, symlinks never
-/// followed. A wildcard in the last component (`data/logs/*.gz`) is expanded
-/// here, inside the export (daemon/glob.h), each match sent as if named.
-/// `contents` (kOpenContents, "dir/"): a directory's contents are sent, not
-/// the directory itself (expand_source's trailing-slash rule).
-Result<SourceStream> expand_get(int root, const std::string& p, const std::string& mod, const ExpandOptions& eo,
-                                bool contents = false) {
-  auto shown = [&](const std::string& q) { return q.empty() ? mod : mod + "/" + q; };
-  auto slashed = [&](const std::string& q) { return contents && !q.empty() ? q + "/" : q; };
-  std::vector<std::string> paths{p};
-  if (p.find_first_of("*?[") != std::string::npos) {
-    RCP_ASSIGN(paths, expand_wildcard(root, p, shown(p)));
-  }
-  if (paths.size() == 1) {
-    RCP_ASSIGN(SourceSet set, expand_source(root, slashed(paths[0]), shown(paths[0]), eo));
-    return set.files;
-  }
-  std::vector<std::function<SourceStream()>> parts;
-  for (auto& q : paths)
-    parts.push_back([root, q = slashed(q), s = shown(q), eo]() -> SourceStream {
-      auto set = expand_source(root, q, s, eo);
-      return set.ok() ? std::move(set->files) : stream_of({failed_entry(set.error())});
-    });
-  return chain(std::move(parts));
-}
-
-/// What a get sends: OPEN's path, then each of its further paths (relative
-/// to the same module, cleaned and confined like it), one after the other —
-/// each expanded only when the one before is sent. With kOpenRelative
-/// (--files-from) the further paths lie below OPEN's path and arrive under
-/// their own relative names; a directory without -r is sent alone. A lone
-/// path that cannot be sent refuses the OPEN; among several, it fails as a
-/// file (FILE_SKIPPED, exit 23 as rsync's) and the others still go. OPEN's filter
-/// rules are applied to every name sent; OPEN's preserve bits say whether
-/// symlinks (-l, -L), devices and specials (-D) are sent as entries.
-Result<SourceStream> get_sources(int root, const std::string& rel, const wire::Open& open) {
-  const std::string mod = split_module(open.path).first;
-  ExpandOptions eo;
-  eo.beneath = true;
-  eo.recursive = open.flags & wire::kOpenRecursive;
-  eo.walk = walk_options(Preserve::from_bits(open.preserve));
-  if (!open.filters.empty()) {
-    RCP_ASSIGN(FilterList fl, FilterList::from_wire(open.filters));
-    eo.filter = std::make_shared<const FilterList>(std::move(fl));
-  }
-  std::vector<std::string> more;
-  for (const auto& m : open.more) {
-    auto c = clean_relative(m);
-    if (!c.ok()) return make_error(EINVAL, "refused path '" + m + "': " + c.error().context);
-    if (c->empty()) return make_error(EINVAL, "refused an empty path in the list");
-    more.push_back(std::move(c.value()));
-  }
-  std::vector<std::function<SourceStream()>> parts;
-  if (open.flags & wire::kOpenRelative) {
-    if (more.empty()) return make_error(EINVAL, "a --files-from OPEN without paths");
-    eo.dir_alone = true;
-    for (auto& m : more) {
-      ExpandOptions one = eo;
-      one.name = m;
-      const std::string p = rel.empty() ? m : rel + "/" + m;
-      parts.push_back([root, p, mod, one]() -> SourceStream {
-        auto set = expand_source(root, p, mod + "/" + p, one);
-        return set.ok() ? std::move(set->files) : stream_of({failed_entry(set.error())});
-      });
-    }
-    return chain(std::move(parts));
-  }
-  if (more.empty()) return expand_get(root, rel, mod, eo, open.flags & wire::kOpenContents);
-  more.insert(more.begin(), rel);
-  for (auto& m : more)
-    parts.push_back([root, m, mod, eo]() -> SourceStream {
-      auto s = expand_get(root, m, mod, eo);
-      return s.ok() ? std::move(s.value()) : stream_of({failed_entry(s.error())});
-    });
-  return chain(std::move(parts));
-}
-
-/// The answer to `rcp HOST:`: the modules this peer may see (listed, and its
-/// host allowed), with their comments, as many as one MODULE_LIST holds (the
-/// rest flagged as truncated).
-wire::ModuleList module_list(const daemon::Exports& ex, const std::string& peer) {
-  wire::ModuleList l;
-  auto ip = daemon::peer_address(peer);
-  size_t bytes = wire::kHeaderSize + 3;
-  for (auto& [name, m] : ex.modules) {
-    if (!m->cfg.list || !ip.ok() || !daemon::allowed(m->cfg, ip.value())) continue;
-    wire::ModuleList::Entry e{name.substr(0, wire::kMaxModuleText), m->cfg.comment.substr(0, wire::kMaxModuleText)};
-    const size_t add = 4 + e.name.size() + e.comment.size();
-    if (l.modules.size() == wire::kMaxModules || bytes + add > wire::kMaxMessage) {
-      l.truncated = 1;
-      break;
-    }
-    bytes += add;
-    l.modules.push_back(std::move(e));
-  }
-  return l;
-}
-
-/// Gives queued messages a moment to leave before the connection closes.
-void refuse_drain(Transport& t) {
-  std::vector<TransportEvent> ev;
-  for (int i = 0; i < 100 && t.send_pending(); ++i) {
-    (void)t.poll(ev);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-}
-
-/// A connection beyond --max-connections: read its OPEN, answer that the
-/// daemon is full (the client prints it and exits 5), close.
-void refuse_busy(Transport& t, const std::string& why) {
-  Channel ch(t);
-  (void)ch.receive(2000, &g_stop);
-  (void)ch.send(wire::ErrorMsg{EUSERS, why});
-  refuse_drain(t);
-}
-
-/// Handles one connection from its OPEN to its end. Every failure is sent to
-/// the client and logged; nothing escapes this function.
-void serve(Daemon& d, Transport& t) {
-  Channel ch(t);
-  const std::shared_ptr<const daemon::Exports> ex = d.current();
-  // Give a last message a moment to leave before the connection closes.
-  auto drain = [&] {
-    std::vector<TransportEvent> ev;
-    for (int i = 0; i < 100 && t.send_pending(); ++i) {
-      (void)t.poll(ev);
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-  };
-  auto refuse = [&](const Error& e) {
-    log_error("{}: {}", t.peer(), e.message());
-    (void)ch.send(wire::ErrorMsg{e.code, e.context});
-    drain();
-  };
-  auto adm = daemon::admit(ch, *ex, t.peer(), static_cast<int>(ex->config.hello_timeout * 1000), &g_stop);
-  if (!adm.ok()) {
-    if (adm.error().code == ETIMEDOUT || adm.error().code == EINTR) {
-      log_error("{}: {}", t.peer(), adm.error().message());
-      return;
-    }
-    return refuse(adm.error());
-  }
-  const wire::Open* open = &adm->open;
-  if (open->op == wire::Op::list) {
-    if (auto s = ch.send(module_list(*ex, t.peer())); !s.ok()) return refuse(s.error());
-    log_info("{}: listed modules", t.peer());
-    return drain();
-  }
-  // The module's own max_connections: sessions on it at once (its name
-  // counts across reloads, so a SIGHUP does not reset the count).
-  const std::string& mname = adm->module->cfg.name;
-  const uint32_t mmax = adm->module->cfg.max_connections;
-  if (mmax && !d.enter_module(mname, mmax))
-    return refuse(make_error(EUSERS, fmt::format("module '{}' is busy: it serves at most {} sessions at once "
-                                                 "(its max_connections); try again later", mname, mmax)));
-  struct Leave {
-    Daemon& d;
-    const std::string& name;
-    bool counted;
-    ~Leave() {
-      if (counted) d.leave_module(name);
-    }
-  } leave{d, mname, mmax != 0};
-  if (!(supported_checksums() & (1u << static_cast<int>(open->checksum))))
-    return refuse(make_error(ENOTSUP, "unsupported checksum"));
-  auto [module, rest] = split_module(open->path);
-  const int root = adm->module->root.get();
-  auto rel = clean_relative(rest);
-  if (!rel.ok()) return refuse(rel.error());
-  const std::string shown = module + (rel->empty() ? "" : "/" + rel.value());
-  Settings set = d.settings;
-  set.checksum = open->checksum;
-  set.fsync = open->flags & wire::kOpenFsync;
-  set.direct = adm->module->cfg.direct;  // the module's choice, never the client's
-  set.rules = rules_from_open(open->flags);
-  set.preserve = Preserve::from_bits(open->preserve);
-  set.preserve.trusted_sender = false;  // a pushing client: no setuid/setgid bits, no devices (fs/metadata.h)
-  std::optional<std::array<uint8_t, 32>> chunk_key;
-  if (adm->keys) chunk_key = adm->keys->data;
-  auto opts = [&](Role r) {
-    SessionOptions so = session_options(set, r, t.negotiated());
-    so.chunk_key = chunk_key;
-    const uint32_t idle = ex->config.idle_timeout;  // 0: never
-    so.idle_timeout_ms = idle ? static_cast<int>(idle * 1000) : std::numeric_limits<int>::max();
-    so.max_files_open = ex->config.max_files_per_session;
-    so.deleting = open->flags & wire::kOpenDelete;
-    return so;
-  };
-  const auto t0 = std::chrono::steady_clock::now();
-  Result<TransferStats> st = TransferStats{};
-  const daemon::ModuleConfig& mc = adm->module->cfg;
-  if (mc.is_device())
-    if (Status ok = daemon::check_device_path(mc, rel.value(), *open); !ok.ok()) return refuse(ok.error());
-  if (open->op == wire::Op::put) {
-    auto dest = mc.is_device()
-                    ? daemon::device_destination(mc, *open, open->checksum != Checksum::none || chunk_key.has_value())
-                    : resolve_destination_beneath(root, rel.value(), open->flags & wire::kOpenMulti, shown,
-                                                  open->flags & wire::kOpenMakeDir, open->flags & wire::kOpenDryRun);
-    if (!dest.ok()) return refuse(dest.error());
-    // --delete: this side prunes (a read-only module never gets here: admit()
-    // refuses its puts). The client's filter rules protect what they exclude.
-    if (open->flags & wire::kOpenDelete) {
-      PruneOptions po;
-      po.after = open->flags & wire::kOpenDeleteAfter;
-      po.root = open->flags & wire::kOpenDeleteRoot;
-      if (!open->filters.empty()) {
-        auto fl = FilterList::from_wire(open->filters);
-        if (!fl.ok()) return refuse(fl.error());
-        po.filter = std::make_shared<const FilterList>(std::move(fl.value()));
-      }
-      dest->prune = std::move(po);
-    }
-    if (dest->device) log_info("{}: {}", t.peer(), in_place_warning(mc.device));
-    if (auto s = ch.send(wire::OpenOk{static_cast<uint8_t>(dest->is_dir)}); !s.ok()) return refuse(s.error());
-    st = run_sink(ch, dest.value(), opts(Role::sink));
-  } else {
-    auto files = mc.is_device() ? decltype(get_sources(root, rel.value(), *open))(stream_of(daemon::device_sources(mc)))
-                                : get_sources(root, rel.value(), *open);
-    if (!files.ok()) return refuse(files.error());
-    if (auto s = ch.send(wire::OpenOk{0}); !s.ok()) return refuse(s.error());
-    st = run_source(ch, std::move(files.value()), opts(Role::source));
-  }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!st.ok()) {
-    log_error("{} {} {}: {}", t.peer(), open->op == wire::Op::put ? "put" : "get", shown, st.error().message());
-    drain();  // the ERROR the engine sent (a MAC failure, say) should reach the client
-    return;
-  }
-  for (auto& e : st->errors) log_error("{}: {}", t.peer(), e);
-  log_info("{} {} {}{} over {}{}{}: {} file(s) ok, {} failed, {} bytes in {:.3f} s{}", t.peer(),
-           open->op == wire::Op::put ? "put" : "get", shown, open->flags & wire::kOpenDryRun ? " (dry run)" : "", t.name(), adm->keys ? " (authenticated)" : "",
-           t.encrypted() ? " (encrypted)" : "", st->files_ok, st->files_failed, st->bytes, secs,
-           st->files_deleted ? fmt::format(", {} deleted", st->files_deleted) : std::string());
-}
 
 /// Writes our pid to `path`, replacing a stale file but never following a
 /// symlink planted there.
@@ -461,45 +197,6 @@ int run(Daemon& d, const std::vector<std::string>& listen, uint16_t rdma_port, u
     return 1;
   }
   return 0;
-}
-
-/// A port from the command line: digits only, 1-65535.
-std::optional<uint16_t> parse_port(std::string_view s) {
-  if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
-  unsigned v = 0;
-  for (char c : s) v = v * 10 + unsigned(c - '0');
-  if (v == 0 || v > 65535) return std::nullopt;
-  return static_cast<uint16_t>(v);
-}
-
-/// --listen ADDR[:PORT]: "*" (or "") for every address (TCP: IPv4 and IPv6);
-/// an IPv6 address in brackets when a port follows ("[::1]:7472"), bare
-/// otherwise ("::1"). Errors are whole sentences for the user.
-Result<std::pair<std::string, uint16_t>> parse_listen(const std::string& v) {
-  auto bad = [&](const std::string& why) { return make_error(0, "--listen '" + v + "': " + why); };
-  std::string host = v, port;
-  if (!v.empty() && v.front() == '[') {
-    const size_t rb = v.find(']');
-    if (rb == std::string::npos) return bad("unterminated '[' (an IPv6 address is written [ADDR]:PORT)");
-    host = v.substr(1, rb - 1);
-    if (rb + 1 < v.size()) {
-      if (v[rb + 1] != ':') return bad("expected ':PORT' after ']'");
-      port = v.substr(rb + 2);
-      if (port.empty()) return bad("empty port after ':'");
-    }
-  } else if (const size_t c = v.rfind(':'); c != std::string::npos && v.find(':') == c) {
-    host = v.substr(0, c);
-    port = v.substr(c + 1);
-    if (port.empty()) return bad("empty port after ':'");
-  }
-  if (host == "*") host = "";
-  uint16_t p = 0;
-  if (!port.empty()) {
-    auto pp = parse_port(port);
-    if (!pp) return bad("port '" + port + "' is not a number from 1 to 65535");
-    p = *pp;
-  }
-  return std::make_pair(host, p);
 }
 
 CLI::Validator range(long lo, long hi) {
