@@ -55,4 +55,12 @@ uint8_t chunk_digest_len(const SessionOptions& opt) {
 
 Error proto_error(Transport& t, std::string what) { return make_error(EPROTO, fmt::format("{}: {}", t.peer(), what)); }
 
+Result<wire::Message> message_of(Transport& t, TransportEvent& e) {
+  if (e.kind == TransportEvent::Kind::closed)
+    return make_error(e.status, fmt::format("connection to {} lost: {}", t.peer(), e.detail));
+  auto m = wire::decode(e.message);
+  if (!m.ok()) return make_error(m.error().code, t.peer() + ": " + m.error().context);
+  return m;
+}
+
 }  // namespace rcp

@@ -54,6 +54,11 @@ constexpr uint32_t kOffloadMin = 128 * 1024;
 /// EPROTO, "<peer>: <what>".
 Error proto_error(Transport& t, std::string what);
 
+/// A transport event other than a read's completion, as both roles take it:
+/// the control message decoded, or the error the session ends with (the
+/// connection closed under it, or a malformed message).
+Result<wire::Message> message_of(Transport& t, TransportEvent& e);
+
 /// --bwlimit for one role: asked before each chunk's data moves. Unlimited
 /// when opt.bwlimit is 0. The burst is one chunk: a session starts at once
 /// and never runs ahead by more than one chunk.

@@ -59,12 +59,9 @@ class Source {
   int pace_wait_ms() const { return pacer_.wait_ms(); }
 
   Status on_event(TransportEvent& e) {
-    if (e.kind == TransportEvent::Kind::closed)
-      return make_error(e.status, fmt::format("connection to {} lost: {}", t_.peer(), e.detail));
-    if (e.kind != TransportEvent::Kind::message) return proto_error(t_, "read completion on the sending side");
-    auto m = wire::decode(e.message);
-    if (!m.ok()) return make_error(m.error().code, t_.peer() + ": " + m.error().context);
-    return on_message(m.value());
+    if (e.kind == TransportEvent::Kind::read_done) return proto_error(t_, "read completion on the sending side");
+    RCP_ASSIGN(wire::Message m, message_of(t_, e));
+    return on_message(m);
   }
 
   /// One handler per wire message, and no generic one: a message added to

@@ -166,6 +166,39 @@ TEST_CASE("sink: refuses each message a source must not send, and a source's ERR
   }
 }
 
+TEST_CASE("either end: a peer that hangs up, or sends bytes that are no message, ends the session naming it") {
+  const std::vector<uint8_t> junk{'n', 'o', 't', ' ', 'a', ' ', 'm', 'e', 's', 's', 'a', 'g', 'e'};
+  {
+    TempDir dst;
+    FakeLink link;
+    SinkThread sink(link.b(), dst.str(), options());
+    link.close(Side::a, "reset by the test");
+    auto& r = sink.join();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == ECONNRESET);
+    CHECK(r.error().context == "connection to fake-a lost: reset by the test");
+  }
+  {
+    TempDir dst;
+    FakeLink link;
+    SinkThread sink(link.b(), dst.str(), options());
+    link.inject_bytes(Side::a, junk);
+    auto& r = sink.join();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().context.rfind("fake-a: ", 0) == 0);  // the decoder's words, after the peer's name
+  }
+  {
+    TempDir src;
+    write_file(src.str() + "/f", pattern(100, 1));
+    FakeLink link;
+    SourceThread source(link.a(), {src.str() + "/f"}, options());
+    link.inject_bytes(Side::b, junk);
+    auto& r = source.join();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().context.rfind("fake-b: ", 0) == 0);
+  }
+}
+
 TEST_CASE("sink: refuses a chunk for an unknown file, after FILE_END, a reused file id, a file after FINISH") {
   TempDir dst;
   SUBCASE("chunk for an unknown file") {

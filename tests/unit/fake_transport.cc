@@ -197,6 +197,14 @@ void FakeLink::inject(Side from, const wire::Message& m) {
   deliver_locked(static_cast<int>(from), m);
 }
 
+void FakeLink::inject_bytes(Side from, std::vector<uint8_t> bytes) {
+  std::lock_guard lk(mu_);
+  TransportEvent e;
+  e.kind = TransportEvent::Kind::message;
+  e.message = std::move(bytes);
+  push_locked(1 - static_cast<int>(from), std::move(e));
+}
+
 void FakeLink::close(Side from, std::string why) {
   std::lock_guard lk(mu_);
   push_locked(1 - static_cast<int>(from), TransportEvent::closed(ECONNRESET, std::move(why)));

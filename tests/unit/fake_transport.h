@@ -58,6 +58,9 @@ class FakeLink {
   void set_read_hook(ReadHook h);
   /// Delivers m to the side opposite `from` as if `from` had sent it (no hook).
   void inject(Side from, const wire::Message& m);
+  /// Delivers `bytes` to the other side as one control message, undecoded:
+  /// a peer sending what is no message at all.
+  void inject_bytes(Side from, std::vector<uint8_t> bytes);
   /// What side s's transport reports held for its peer (unsent_bytes): a
   /// test plays a peer that stops reading, then one that reads again.
   void set_unsent(Side s, size_t bytes);
