@@ -51,4 +51,5 @@ TEST_CASE("parse_port: digits only, 1 to 65535") {
   CHECK(!parse_port("123456"));  // (more than five digits: never summed past a uint)
   CHECK(!parse_port("+80"));
   CHECK(!parse_port("8 0"));
+  CHECK(!parse_port("1/"));  // ('/' - '0' wraps: summed blindly it would read as 9)
 }
