@@ -68,3 +68,37 @@ bad() {
   if [ -n "${work:-}" ] && [ -s "$work/err" ]; then sed 's/^/    stderr: /' "$work/err" | tail -n "${ERR_TAIL:-5}"; fi
 }
 check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
+
+# stuck_report: every rcp and rcpd process still there, with its state, and the kernel stack
+# of each of its threads. A process the guest kernel holds (seen over soft-RoCE: a thread in
+# rdma_destroy_id for an id on a downed link, "cm_destroy_id_wait_timeout" on the console
+# every 10 s) cannot be ended by any signal; this names where it is instead of a silent hang.
+stuck_report() {
+  local p t
+  for p in $(pgrep -x 'rcpd?'); do
+    echo "    stuck: pid $p state $(sed 's/.*) //; s/ .*//' "/proc/$p/stat" 2>/dev/null): $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | cut -c1-160)"
+    for t in /proc/"$p"/task/*; do
+      [ -r "$t/stack" ] || continue
+      echo "      thread ${t##*/} ($(cat "$t/comm" 2>/dev/null), $(sed 's/.*) //; s/ .*//' "$t/stat" 2>/dev/null)):"
+      sed 's/^/        /' "$t/stack" 2>/dev/null | head -n 12
+    done
+  done
+}
+
+# reap PID SECS: PID's exit status (PID a child of this shell), waiting for it at most SECS.
+# After that: stuck_report, and 124 without waiting (`wait` on a process the kernel holds
+# would hang the suite until the guest's own limit). Polls /proc rather than `wait`, which
+# cannot time out; a zombie (Z) has exited and `wait` returns at once. Sets reap_stuck=1.
+reap() {
+  local pid=$1 end=$((SECONDS + $2)) st
+  while :; do
+    st=$(sed 's/.*) //; s/ .*//' "/proc/$pid/stat" 2>/dev/null)
+    if [ -z "$st" ] || [ "$st" = Z ]; then wait "$pid"; return; fi
+    [ $SECONDS -lt $end ] || break
+    sleep 0.2
+  done
+  echo "    pid $pid still running after $2 s:"
+  stuck_report
+  reap_stuck=1
+  return 124
+}
