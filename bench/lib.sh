@@ -57,7 +57,7 @@ release_page_reporting() {
 # stopped, w removed and reporting restored.
 BG_PIDS=()
 bench_scratch() {
-    w=$(mktemp -d "/dev/shm/rcp-$1.XXXXXX")
+    w=$(mktemp -d "${SCRATCH:-/dev/shm}/rcp-$1.XXXXXX")  # SCRATCH=DIR: another file system
     trap '[ ${#BG_PIDS[@]} = 0 ] || kill -TERM "${BG_PIDS[@]}" 2> /dev/null || true; wait 2> /dev/null || true
           rm -rf "$w"; release_page_reporting' EXIT
     hold_page_reporting

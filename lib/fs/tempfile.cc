@@ -217,17 +217,24 @@ Status TempFile::commit(unsigned mode, bool do_fsync, bool exact) {
     fd_.reset();
     return {};
   }
+  RCP_TRY(set_bits(mode, exact));
+  if (do_fsync && ::fsync(fd_.get()) != 0) return sys_error("fsync '" + shown_ + "'");
+  return publish();
+}
+
+Status TempFile::set_bits(unsigned mode, bool exact) {
   mode &= exact ? 07777u : 0777u;
   if (mode != created_mode_ && ::fchmod(fd_.get(), mode) != 0) return sys_error("chmod '" + shown_ + "'");
-  if (do_fsync && ::fsync(fd_.get()) != 0) return sys_error("fsync '" + shown_ + "'");
+  return {};
+}
+
+Status TempFile::publish() {
+  if (device_) return make_error(EINVAL, "internal: publish() of device '" + shown_ + "'");
   if (unnamed_) {
     RCP_TRY(link_into_place());
-    committed_ = true;
-    fd_.reset();
-    return {};
-  }
-  if (::renameat(dir_fd_, temp_.c_str(), dir_fd_, target_.c_str()) != 0)
+  } else if (::renameat(dir_fd_, temp_.c_str(), dir_fd_, target_.c_str()) != 0) {
     return sys_error("rename into '" + shown_ + "'");
+  }
   committed_ = true;
   fd_.reset();
   return {};

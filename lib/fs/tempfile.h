@@ -63,6 +63,12 @@ class TempFile {
   /// creation did not already give exactly these), optionally fsyncs, renames onto target.
   /// The caller has written the whole file: no truncation happens here.
   Status commit(unsigned mode, bool do_fsync, bool exact = false);
+  /// commit() in two steps, for a caller that fsyncs the file itself in
+  /// between (the sink's --fsync goes through io_uring, many files at once):
+  /// set_bits() applies mode as commit() does, publish() renames (or links)
+  /// onto target and closes. Not for a device (commit() fsyncs that).
+  Status set_bits(unsigned mode, bool exact);
+  Status publish();
   /// Removes the temp file now (also done by the destructor) — but a
   /// --partial file is only closed, kept for the next run.
   void discard();

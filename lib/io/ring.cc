@@ -113,6 +113,15 @@ bool Ring::nop(uint64_t user_data) {
   return true;
 }
 
+bool Ring::fsync(int fd, uint64_t user_data) {
+  io_uring_sqe* q = io_uring_get_sqe(&ring_);
+  if (!q) return false;
+  io_uring_prep_fsync(q, fd, 0);
+  io_uring_sqe_set_data64(q, user_data);
+  ++in_flight_;
+  return true;
+}
+
 bool Ring::supports(int opcode) {
   io_uring_probe* p = io_uring_get_probe_ring(&ring_);
   const bool ok = p && io_uring_opcode_supported(p, opcode);

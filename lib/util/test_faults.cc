@@ -17,6 +17,7 @@ TestFaults parse_test_faults(std::string_view spec) {
     long long v = eq == std::string::npos ? 0 : std::atoll(item.c_str() + eq + 1);
     if (k == "source-corrupt") f.source_corrupt = v;
     if (k == "sink-corrupt-once") f.sink_corrupt_once = v;
+    if (k == "fsync-fail") f.fsync_fail = v;
     if (k == "source-delay-ms") f.source_delay_ms = static_cast<int>(v);
     if (k == "source-hold" && eq != std::string::npos) f.source_hold = item.substr(eq + 1);
     if (k == "protocol-version") f.protocol_version = static_cast<int>(v);

@@ -242,6 +242,22 @@ check "  ... with --hash-threads 2 too: re-fetched, byte-exact (exit $rc)" \
 rcp --hash-threads 2 "$src/size48M" "$addr:data/pushed-ht" && cmp -s "$src/size48M" "$exp/pushed-ht"
 check "push whose source hashes on two digest threads: byte-exact" test $? = 0
 
+# --- --fsync: each file is flushed before it appears, several at once (io_uring runs the
+# fsyncs on its workers); a failed fsync fails that file alone: it never appears, and the copy
+# exits 23 naming it
+mkdir -p "$src/fsy/d"
+for i in 1 2 3 4 5 6 7 8; do head -c $((i * 3000)) /dev/urandom > "$src/fsy/f$i"; done
+cp "$src/size1M+1" "$src/fsy/d/big"; : > "$src/fsy/d/empty"
+rcp -r --fsync "$src/fsy" "$addr:data/"; rc=$?
+check "push -r --fsync: exit 0, the tree identical (exit $rc)" sh -c "[ $rc = 0 ] && diff -r '$src/fsy' '$exp/fsy'"
+check "  ... no temp file" no_temps "$exp"
+RCP_TEST_FAULT=fsync-fail=2 rcp -r --fsync "$addr:data/fsy" "$out/"; rc=$?
+miss=$(cd "$src/fsy" && find . -type f | sed 's|^\./||' | while read -r f; do [ -e "$out/fsy/$f" ] || echo "$f"; done)
+check "pull -r --fsync whose third fsync fails: exit 23, one file missing (${miss:-none}), named with the cause (exit $rc)" \
+  sh -c "[ $rc = 23 ] && [ \$(echo $miss | wc -w) = 1 ] && grep -q \"fsync '[^']*$miss': Input/output error\" '$work/err'"
+check "  ... every other file identical" diff -r -x "$(basename "${miss:-none}")" "$src/fsy" "$out/fsy"
+check "  ... no temp file" no_temps "$out"
+
 # --- escape attempts are refused with a clear error and touch nothing outside
 echo secret > "$outside/secret"
 ln -sfn "$outside" "$exp/link-out"

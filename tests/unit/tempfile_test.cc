@@ -88,3 +88,33 @@ TEST_CASE("a device whose data cannot be synced is not committed") {
   CHECK(st.error().code == EINVAL);
   CHECK_MESSAGE(says(st.error(), "fsync '/dev/sdz'"), st.error().message());
 }
+
+TEST_CASE("commit in two steps (the sink's --fsync): set_bits, then publish puts the file in place") {
+  Scratch s;
+  for (bool unnamed : {true, false}) {
+    CAPTURE(unnamed);
+    const std::string name = unnamed ? "u" : "n";
+    auto t = unnamed ? TempFile::create_unnamed(s.fd.get(), name, "dest/" + name, 0600)
+                     : TempFile::create(s.fd.get(), name, "dest/" + name);
+    REQUIRE(t.ok());
+    REQUIRE(::pwrite(t->fd(), "abc", 3, 0) == 3);
+    REQUIRE(t->set_bits(0640, false).ok());
+    CHECK_FALSE(std::filesystem::exists(s.at(name)));  // nothing appears before publish
+    REQUIRE(t->publish().ok());
+    struct stat st{};
+    REQUIRE(::stat(s.at(name).c_str(), &st) == 0);
+    CHECK(st.st_size == 3);
+    CHECK((st.st_mode & 07777) == 0640);
+    CHECK(t->fd() < 0);  // closed once in place
+  }
+}
+
+TEST_CASE("a device is never published: commit() syncs it in place") {
+  int p[2];
+  REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+  Fd keep(p[1]);
+  TempFile t = TempFile::on_device(Fd(p[0]), "/dev/sdz");
+  Status st = t.publish();
+  REQUIRE_FALSE(st.ok());
+  CHECK_MESSAGE(says(st.error(), "publish() of device '/dev/sdz'"), st.error().message());
+}
