@@ -1,4 +1,4 @@
-/// The event loop both roles (session/source.cc, session/sink.cc) share, and
+/// The event loop both roles (session/source.cc, session/sink*.cc) share, and
 /// the few helpers they have in common. A Role provides finished(),
 /// hash_pool(), on_event(TransportEvent&), on_io(user_data, res),
 /// on_hashed(id, digest) and pump(started); the loop drains transport
