@@ -104,6 +104,7 @@ class Connection final : public Transport {
   /// Handles every completion available now; false if the CQ failed.
   bool drain_cq(std::vector<TransportEvent>& events);
   void handle_wc(const ibv_wc& wc, std::vector<TransportEvent>& events);
+  // connection_failover.cc: a rail or the control channel lost mid-session.
   /// Completions of rail r (1..): a failed READ drops the rail, not the session.
   void drain_rail(size_t r, std::vector<TransportEvent>& events);
   /// Drops rail r (1..) and queues its outstanding chunks to be read again.

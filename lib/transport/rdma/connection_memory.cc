@@ -19,6 +19,10 @@
 namespace rcp::rdma {
 namespace {
 
+/// Registrations a peer may announce rail keys for: it registers its pool
+/// once per connection, so 4 is generous; more is a peer growing our map.
+constexpr size_t kMaxPeerRailKeys = 4;
+
 int access_for(bool remote_read, bool iwarp) {
   int access = IBV_ACCESS_LOCAL_WRITE;
   if (remote_read) access |= IBV_ACCESS_REMOTE_READ;
@@ -159,6 +163,56 @@ std::array<RailKeyPair, kMaxLaneRails> Connection::keys_for(uint32_t rkey0) cons
     if (const auto& rk = it->second[r.index]) k[i + 1] = {*rk, r.sink_lkey, true};
   }
   return k;
+}
+
+void Connection::take_rail_keys(std::vector<TransportEvent>& events, size_t first) {
+  // A lie ends the session: the messages after it (more of ours among
+  // them, which the engine would call unknown) are dropped with it.
+  auto refuse = [&](size_t at, std::string why) {
+    events.erase(std::remove_if(events.begin() + static_cast<std::ptrdiff_t>(at), events.end(),
+                                [](const TransportEvent& e) { return e.kind == TransportEvent::Kind::message; }),
+                 events.end());
+    close_with(events, std::move(why));
+  };
+  for (size_t i = first; i < events.size();) {
+    TransportEvent& e = events[i];
+    if (e.kind == TransportEvent::Kind::message && wire::is_rail_stats(e.message)) {
+      auto c = wire::decode_rail_stats(e.message);
+      events.erase(events.begin() + static_cast<std::ptrdiff_t>(i));
+      if (!c.ok()) {
+        refuse(i, fmt::format("peer {}: {}", peer_name_, c.error().context));
+        return;
+      }
+      for (const wire::RailCount& rc : c.value()) {
+        // Rail 0 or a rail this side joined: the peer cannot report another.
+        const bool ours = rc.rail == 0 || std::any_of(rails_.begin(), rails_.end(),
+                                                      [&](const auto& r) { return r->index == rc.rail; });
+        if (!ours) {
+          refuse(i, fmt::format("peer {}: RAIL_STATS names rail {}, which this session did not join",
+                                         peer_name_, rc.rail));
+          return;
+        }
+        peer_counts_[rc.rail] = rc;
+      }
+      continue;
+    }
+    if (e.kind != TransportEvent::Kind::message || !wire::is_rail_keys(e.message)) {
+      ++i;
+      continue;
+    }
+    auto k = wire::decode_rail_keys(e.message);
+    events.erase(events.begin() + static_cast<std::ptrdiff_t>(i));
+    if (!k.ok()) {
+      refuse(i, fmt::format("peer {}: {}", peer_name_, k.error().context));
+      return;
+    }
+    if (!peer_keys_.contains(k->key) && peer_keys_.size() >= kMaxPeerRailKeys) {
+      refuse(i, fmt::format("peer {}: RAIL_KEYS for more than {} registrations", peer_name_, kMaxPeerRailKeys));
+      return;
+    }
+    auto& slot = peer_keys_[k->key];
+    for (const wire::RailKey& rk : k->rkeys) slot[rk.rail] = rk.rkey;
+  }
 }
 
 }  // namespace rcp::rdma

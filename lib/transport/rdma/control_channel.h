@@ -62,7 +62,7 @@ class ControlChannel {
   /// goes back there (it was taken from all sessions); else nothing.
   void on_recv_failed(uint64_t index);
 
-  /// For control that may move to another rail (connection.cc): keep what
+  /// For control that may move to another rail (connection_failover.cc): keep what
   /// was sent until the peer's credits say it arrived (ControlLog).
   void keep_log() { logging_ = true; }
   const ControlLog& log() const { return log_; }
