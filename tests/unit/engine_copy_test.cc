@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include "engine_harness.h"
+#include "io/ring.h"
+#include "session/loop.h"
 
 // ---------------------------------------------------------------- good copies
 
@@ -319,6 +321,43 @@ TEST_CASE("engine: cancelling a sink mid-file removes its temp file and renames 
       require_nothing_left(dst, "f");
     }
   }
+}
+
+namespace {
+/// A role with work at every turn (pump always starts something) that
+/// finishes after `limit` turns.
+struct BusyRole {
+  int turns = 0, limit = 1000;
+  bool finished() const { return turns >= limit; }
+  HashPool* hash_pool() const { return nullptr; }
+  int pace_wait_ms() const { return 200; }
+  Status on_event(TransportEvent&) { return {}; }
+  Status on_io(uint64_t, int) { return {}; }
+  Status on_hashed(uint64_t, const wire::Digest&) { return {}; }
+  Status pump(bool& started) {
+    ++turns;
+    started = true;
+    return {};
+  }
+};
+}  // namespace
+
+TEST_CASE("run_loop: a cancel is seen at the next turn, even when every turn has work") {
+  // A loop that looked at the flag only when idle ran such a role to its
+  // end: a fast pull's sink took 0.7-1.1 s to notice Ctrl-C, and a link
+  // that never let it idle would not have let it notice at all.
+  FakeLink link;
+  Channel ch(link.b());
+  auto ring = Ring::create(8);
+  REQUIRE(ring.ok());
+  std::atomic<bool> cancel{true};
+  SessionOptions opt = options();
+  opt.cancel = &cancel;
+  BusyRole role;
+  Status st = run_loop(ch, **ring, role, opt);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().code == EINTR);
+  CHECK(role.turns == 0);
 }
 
 TEST_CASE("engine: cancelling a source waiting for credits ends it") {
