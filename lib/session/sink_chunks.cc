@@ -95,6 +95,10 @@ Status Sink::pump(bool& started) {
     RCP_TRY(post_read(cookie, it->second));
     started = true;
   }
+  if (finish_seen_ && !parked_fsyncs_.empty()) {
+    submit_parked_fsyncs();
+    started = true;
+  }
   if (finish_seen_ && files_.empty() && !pruned_) {
     if (pruner_) prune();
     fix_dirs();  // (after pruning: deleting an entry changes its directory's mtime)

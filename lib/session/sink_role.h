@@ -172,6 +172,14 @@ class Sink {
   Status commit(File& f);
   Status commit_file(File& f);
   Status on_fsynced(std::unordered_map<uint64_t, uint32_t>::iterator sy, int res);
+  void submit_parked_fsyncs();
+  /// --fsync: fsyncs queued on the ring at once. io-wq runs up to 4 x CPUs of
+  /// them and each holds its file open until it completes: with a disk
+  /// slower than the network (an HDD: ~100 fsyncs a second) files would pile
+  /// up open until the process ran out of descriptors (1,024 by default;
+  /// kMaxFilesOpen, 256, more may be open receiving). 128: 4 x CPUs of a
+  /// 32-CPU host.
+  static constexpr size_t kMaxFsyncsQueued = 128;
   void keep_meta(File& f);
   void fix_dirs();
   void prune();
@@ -219,6 +227,7 @@ class Sink {
   std::unordered_map<uint64_t, Pending> pending_;
   std::unordered_map<uint64_t, Write> writes_;
   std::unordered_map<uint64_t, uint32_t> fsyncs_;  // --fsync in flight: ring id -> file id
+  std::vector<std::pair<uint64_t, int>> parked_fsyncs_;  // (ring id, fd): RCP_TEST_FAULT fsync-park
   int64_t fsync_seq_ = 0;                          // fsyncs completed (RCP_TEST_FAULT fsync-fail)
   std::vector<uint32_t> done_slots_;
   uint64_t next_cookie_ = 1;

@@ -18,6 +18,7 @@ TestFaults parse_test_faults(std::string_view spec) {
     if (k == "source-corrupt") f.source_corrupt = v;
     if (k == "sink-corrupt-once") f.sink_corrupt_once = v;
     if (k == "fsync-fail") f.fsync_fail = v;
+    if (k == "fsync-park") f.fsync_park = true;
     if (k == "source-delay-ms") f.source_delay_ms = static_cast<int>(v);
     if (k == "source-hold" && eq != std::string::npos) f.source_hold = item.substr(eq + 1);
     if (k == "protocol-version") f.protocol_version = static_cast<int>(v);

@@ -16,6 +16,7 @@ struct TestFaults {
   int64_t source_corrupt = -1;     ///< flip a byte of the N-th chunk after hashing (every fetch sees it)
   int64_t sink_corrupt_once = -1;  ///< flip a byte of the N-th chunk read, first attempt only
   int64_t fsync_fail = -1;         ///< the sink's N-th --fsync (0 = first) completes with EIO
+  bool fsync_park = false;         ///< the sink holds its --fsync fsyncs back until FINISH (the bound's test)
   int source_delay_ms = 0;         ///< pause before announcing each chunk
   /// While this file exists, the source holds every chunk after its first: a suite starts
   /// a copy, sees it writing, acts (a signal, a vanished file), then removes the file. A

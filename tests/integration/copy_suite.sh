@@ -257,6 +257,16 @@ check "pull -r --fsync whose third fsync fails: exit 23, one file missing (${mis
   sh -c "[ $rc = 23 ] && [ \$(echo $miss | wc -w) = 1 ] && grep -q \"fsync '[^']*$miss': Input/output error\" '$work/err'"
 check "  ... every other file identical" diff -r -x "$(basename "${miss:-none}")" "$src/fsy" "$out/fsy"
 check "  ... no temp file" no_temps "$out"
+# Files waiting for their fsync stay open: at most 128 wait at once, the rest are synced on
+# the receiver's loop. fsync-park holds every queued fsync until the source has sent all (as a
+# disk far slower than the network would). A receiver holds up to 256 files begun and ~20
+# descriptors of its own (peak 270 for 300 files without --fsync), so under ulimit -n 480 all
+# 700 arrive; without the bound the held fsyncs ran it out of descriptors (EMFILE).
+mkdir -p "$exp/many"
+for i in $(seq 700); do echo "$i" > "$exp/many/e$i"; done
+(ulimit -n 480; RCP_TEST_FAULT=fsync-park rcp -r --fsync "$addr:data/many" "$out/"); rc=$?
+check "pull -r --fsync of 700 files whose fsyncs are held, under ulimit -n 480: exit 0, all there (exit $rc)" \
+  sh -c "[ $rc = 0 ] && diff -r '$exp/many' '$out/many'"
 
 # --- escape attempts are refused with a clear error and touch nothing outside
 echo secret > "$outside/secret"
