@@ -4,6 +4,8 @@
 #
 #   A=DIR_A B=DIR_B bash bench/ab_builds.sh [push|pull] [big|small] [SIZE] [REPEATS]
 #   A=build B=build OPTS_B="--window 4" bash bench/ab_builds.sh ...   # one build, two option sets
+#   SCRATCH=/var/tmp OPTS_A=--fsync OPTS_B=--fsync A=... B=... bash bench/ab_builds.sh push small 2000
+#       # on another file system than /dev/shm (bench/lib.sh bench_scratch)
 #
 # DIR: a build directory (DIR/rcp/rcp, DIR/rcpd/rcpd) or a directory holding both binaries
 # (cp build/rcp/rcp build/rcpd/rcpd /tmp/before/, say, before rebuilding).
