@@ -19,6 +19,7 @@
 #include "run.h"
 #include "transport/connect.h"
 #include "util/log.h"
+#include "util/nofile.h"
 #include "util/token_bucket.h"
 
 namespace {
@@ -38,6 +39,7 @@ CLI::Validator range(long lo, long hi) {
 
 int main(int argc, char** argv) {
   set_log_prefix("rcp");
+  raise_nofile_limit();  // a descriptor per file being received (util/nofile.h)
   Options o;
   CLI::App app{"rcp - copy files over RDMA (or TCP) to and from an rcpd daemon, verified end to end.\n\n"
                "  push:  rcp [OPTIONS] FILE... HOST:MODULE/PATH\n"

@@ -33,6 +33,7 @@
 #include "util/cpus.h"
 #include "util/fd.h"
 #include "util/log.h"
+#include "util/nofile.h"
 #include "util/memlock.h"
 #include "util/notify.h"
 
@@ -207,6 +208,7 @@ CLI::Validator range(long lo, long hi) {
 
 int main(int argc, char** argv) {
   set_log_prefix("rcpd");
+  raise_nofile_limit();  // a descriptor per file being received (util/nofile.h)
   Daemon d;
   std::string listen;
   std::vector<std::string> exports;

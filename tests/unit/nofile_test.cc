@@ -1,0 +1,33 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "util/nofile.h"
+
+using namespace rcp;
+
+TEST_CASE("nofile: the soft limit goes up to the hard one, at most the cap, never down") {
+  CHECK(raised_nofile({1024, 524288}, 1 << 20) == 524288);
+  CHECK(raised_nofile({1024, RLIM_INFINITY}, 1 << 20) == (1 << 20));  // never asks for infinity
+  CHECK(raised_nofile({256, 256}, 1 << 20) == 256);                   // nothing to raise
+  CHECK(raised_nofile({4096, 8192}, 2048) == 4096);                   // a soft limit above the cap stays
+}
+
+TEST_CASE("nofile: raise_nofile_limit raises this process's soft limit") {
+  rlimit old{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &old) == 0);
+  if (old.rlim_max < 200) {
+    MESSAGE("SKIPPED: the hard RLIMIT_NOFILE is " << old.rlim_max << ", too low to lower the soft one under it");
+    return;
+  }
+  rlimit low = old;
+  low.rlim_cur = 100;
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+  const rlim_t want = std::min<rlim_t>(old.rlim_max, 1 << 20);
+  CHECK(raise_nofile_limit() == want);
+  rlimit now{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &now) == 0);
+  CHECK(now.rlim_cur == want);
+  CHECK(now.rlim_max == old.rlim_max);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &old) == 0);
+}
