@@ -11,6 +11,8 @@
 
 #include <sys/resource.h>
 
+#include <string>
+
 namespace rcp {
 
 /// The soft limit for a process whose limits are `lim` (pure, for tests):
@@ -22,5 +24,10 @@ rlim_t raised_nofile(const rlimit& lim, rlim_t cap);
 /// `cap`, 1 Mi by default: the kernel's default fs.nr_open). Returns the soft
 /// limit in force afterwards; a failed setrlimit leaves the limit as it was.
 rlim_t raise_nofile_limit(rlim_t cap = rlim_t{1} << 20);
+
+/// What an EMFILE message adds (util/result.cc's Error::message()):
+/// " (RLIMIT_NOFILE allows N; ...)": the limit in force and how to
+/// raise its hard limit.
+std::string nofile_advice();
 
 }  // namespace rcp

@@ -1,11 +1,17 @@
 #include "util/result.h"
 
+#include <cerrno>
 #include <cstring>
+
+#include "util/nofile.h"
 
 namespace rcp {
 
 std::string Error::message() const {
   if (code == 0) return context;
+  // Out of descriptors: how many this process may have, and what raises it
+  // (the soft limit is already at the hard one: util/nofile.h).
+  if (code == EMFILE) return context + ": " + std::strerror(code) + nofile_advice();
   return context + ": " + std::strerror(code);
 }
 

@@ -235,6 +235,12 @@ check "  ... and receives a push of 700 files (exit $rc)" sh -c "[ $rc = 0 ] && 
 (ulimit -Sn 64; rcp -r "$addr:data/many" "$out/"); rc=$?
 check "rcp under ulimit -Sn 64 receives a pull of the 700 files (exit $rc$( [ $rc = 0 ] || echo ": $(head -c 200 "$work/err")"))" \
   sh -c "[ $rc = 0 ] && diff -r '$src/many' '$out/many'"
+# A hard limit too low for the copy: the files that find no descriptor fail, and the error says
+# what the limit is and how to raise it (util/result.cc), as the RLIMIT_MEMLOCK one does.
+mkdir -p "$out/hard"
+(ulimit -n 100; rcp -r "$addr:data/many" "$out/hard/"); rc=$?
+check "rcp under ulimit -n 100 (hard) pulling 700 files: exit 23, the error names the limit and how to raise it (exit $rc)" \
+  sh -c "[ $rc = 23 ] && grep -q 'Too many open files (RLIMIT_NOFILE allows 100; raise its hard limit: ulimit -Hn as root, LimitNOFILE= for a service)' '$work/err'"
 stop_daemon
 
 if cat "$work"/rcpd.*.log | grep -q -E "ERROR: (Address|Leak)Sanitizer|runtime error:"; then

@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <string>
 
 #include "util/nofile.h"
+#include "util/result.h"
 
 using namespace rcp;
 
@@ -30,4 +33,15 @@ TEST_CASE("nofile: raise_nofile_limit raises this process's soft limit") {
   CHECK(now.rlim_cur == want);
   CHECK(now.rlim_max == old.rlim_max);
   REQUIRE(::setrlimit(RLIMIT_NOFILE, &old) == 0);
+}
+
+TEST_CASE("nofile: an EMFILE error says what the limit is and how to raise it; other errors do not") {
+  rlimit lim{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &lim) == 0);
+  const std::string m = make_error(EMFILE, "open 'x'").message();
+  CHECK(m.find("open 'x': Too many open files") == 0);
+  CHECK(m.find("RLIMIT_NOFILE allows " + std::to_string(lim.rlim_cur)) != std::string::npos);
+  CHECK(m.find("LimitNOFILE=") != std::string::npos);
+  CHECK(make_error(ENFILE, "open 'x'").message().find("RLIMIT_NOFILE") == std::string::npos);
+  CHECK(make_error(ENOENT, "open 'x'").message() == "open 'x': No such file or directory");
 }
