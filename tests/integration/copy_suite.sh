@@ -259,9 +259,9 @@ check "  ... every other file identical" diff -r -x "$(basename "${miss:-none}")
 check "  ... no temp file" no_temps "$out"
 # Files waiting for their fsync stay open: at most 128 wait at once, the rest are synced on
 # the receiver's loop. fsync-park holds every queued fsync until the source has sent all (as a
-# disk far slower than the network would). A receiver holds up to 256 files begun and ~20
-# descriptors of its own (peak 270 for 300 files without --fsync), so under ulimit -n 480 all
-# 700 arrive; without the bound the held fsyncs ran it out of descriptors (EMFILE).
+# disk far slower than the network would). A receiver holds a descriptor per file it is
+# receiving and ~20 of its own (peak 270 for 300 files, 398 for 5,000, without --fsync), so under
+# ulimit -n 480 all 700 arrive; without the bound the held fsyncs ran it out of descriptors (EMFILE).
 mkdir -p "$exp/many"
 for i in $(seq 700); do echo "$i" > "$exp/many/e$i"; done
 (ulimit -n 480; RCP_TEST_FAULT=fsync-park rcp -r --fsync "$addr:data/many" "$out/"); rc=$?
