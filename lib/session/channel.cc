@@ -95,6 +95,8 @@ void Channel::flush(int timeout_ms) {
   }
 }
 
+Status Channel::start_sending() { return t_.poll(backlog_); }
+
 Result<std::vector<uint8_t>> Channel::receive_frame(int timeout_ms, const std::atomic<bool>* cancel) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   Fd ep(::epoll_create1(EPOLL_CLOEXEC));

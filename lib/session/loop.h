@@ -172,7 +172,8 @@ template <typename Role, typename What>
 Result<TransferStats> run_role(Channel& ch, What&& what, const SessionOptions& opt) {
   RCP_ASSIGN(auto ring, Ring::create(256));
   Role s(ch, *ring, std::forward<What>(what), opt);
-  Status st = s.init();
+  Status st = ch.start_sending();  // (the OPEN_OK a daemon just queued)
+  if (st.ok()) st = s.init();
   if (st.ok()) st = run_loop(ch, *ring, s, opt);
   ring->drain();  // before s (and its pool) goes
   if (!st.ok()) {

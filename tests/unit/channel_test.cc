@@ -18,6 +18,7 @@
 #include "auth/handshake.h"
 #include "session/authenticate.h"
 #include "session/channel.h"
+#include "session/loop.h"
 #include "tcp_pair.h"
 #include "transport/tcp/connection.h"
 #include "util/fd.h"
@@ -224,4 +225,31 @@ TEST_CASE("channel: a message too long to carry its MAC is not sent") {
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().code == EMSGSIZE);
   CHECK_MESSAGE(st.error().message().find("OPEN too long to seal") != std::string::npos, st.error().message());
+}
+
+TEST_CASE("channel: start_sending puts a queued message on the wire; what arrives meanwhile waits for poll, opened once") {
+  MacPair p;
+  // The client's message is already on its way when the daemon hands out its
+  // own: the daemon's transport reaps it during start_sending.
+  REQUIRE(p.client->send(wire::Done{7, 0, 0}).ok());
+  p.client->flush(5000);
+  REQUIRE(p.daemon->send(wire::Done{1, 2, 3}).ok());  // an OPEN_OK, say, before the pool is mapped
+  REQUIRE(p.daemon->start_sending().ok());
+  // Out without another poll of the daemon's side (the session loop's first
+  // poll comes after the pool is populated).
+  auto r = p.client->receive(5000, nullptr);
+  REQUIRE_MESSAGE(r.ok(), r.error().message());
+  CHECK(std::get<wire::Done>(*r).files_ok == 1);
+  // Kept for the loop, its MAC checked exactly once (a second check would
+  // fail: the tag is stripped by the first).
+  std::vector<TransportEvent> ev;
+  for (int i = 0; i < 100 && ev.empty(); ++i) {
+    REQUIRE(p.daemon->poll(ev).ok());
+    if (ev.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(ev.size() == 1);
+  REQUIRE(ev[0].kind == TransportEvent::Kind::message);
+  auto m = message_of(*p.daemon_t, ev[0]);
+  REQUIRE_MESSAGE(m.ok(), m.error().message());
+  CHECK(std::get<wire::Done>(*m).files_ok == 7);
 }
