@@ -57,7 +57,6 @@ for _ in $(seq "$repeats"); do
     echo "$side ${wall%.*} $(grep task-clock "$w/t" | cut -d, -f1 | cut -d. -f1) $(echo "($c1 - $c0) * 1000" | bc -l | cut -d. -f1)"
   done
 done | tee "$w/runs"
-med() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 unit=$([ "$kind" = big ] && echo "MB/s" || echo "ms wall")
 for side in A B; do
   printf '%s %s %s: median %s %s, rcp %s ms CPU, rcpd %s ms CPU (%s runs)\n' "$side" "$dir" "$kind" \

@@ -36,7 +36,6 @@ for _ in $(seq "$repeats"); do
     echo "$side $(echo "$mib * 1.048576 / ($t1 - $t0)" | bc -l | cut -d. -f1) $(awk '{print $1 + $2}' "$w/t") $(echo "$c1 - $c0" | bc -l)"
   done
 done | tee "$w/runs"
-med() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 for side in A B; do
   printf '%s %s: median %s MB/s, rcp %s CPU-s, rcpd %s CPU-s (%s runs)\n' "$side" "$dir" \
     "$(awk -v s=$side '$1 == s {print $2}' "$w/runs" | med)" "$(awk -v s=$side '$1 == s {print $3}' "$w/runs" | med)" \

@@ -68,7 +68,6 @@ for _ in $(seq "$runs"); do
     echo "$row $(echo "$size * 1.048576 / ($t1 - $t0)" | bc -l | cut -d. -f1) $(ms "$w/send") $recv"
   done
 done | tee "$w/runs"
-med() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 echo "| row | MB/s | sender ms CPU | receiver ms CPU |"
 echo "|---|---:|---:|---:|"
 for row in "${rows[@]}"; do

@@ -14,11 +14,7 @@
 // no verification costs, and hashpipe's is the floor under what verification costs on this
 // machine — rcp against it shows what rcp's own machinery costs. Same host only (the
 // header is in host byte order). One thread per end, plain syscalls.
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -33,6 +29,7 @@
 #include <vector>
 
 #include "hash/digest.h"
+#include "loopback.h"
 
 namespace {
 
@@ -59,12 +56,8 @@ rcp::Digest digest(const uint8_t* p, size_t n) { return rcp::digest_of(rcp::Chec
 int send_file(const char* path, const char* host, const char* port) {
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) die(path);
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_socktype = SOCK_STREAM;
-  if (::getaddrinfo(host, port, &hints, &res) != 0) die("getaddrinfo");
-  const int s = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (s < 0 || ::connect(s, res->ai_addr, res->ai_addrlen) != 0) die("connect");
-  ::freeaddrinfo(res);
+  const int s = bench::connect_to(host, port);
+  if (s < 0) die("connect");
   std::vector<uint8_t> buf(kChunk);
   for (off_t off = 0;;) {
     const ssize_t n = ::pread(fd, buf.data(), kChunk, off);
@@ -108,17 +101,8 @@ bool recv_all(int s, void* p, size_t n) {
 }
 
 int recv_file(const char* path, const char* port) {
-  const int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int one = 1;
-  ::setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(std::atoi(port)));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(l, 1) != 0) die("listen");
-  const int s = ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
-  if (s < 0) die("accept");
-  ::close(l);
+  const int s = bench::accept_one(port);
+  if (s < 0) die("listen or accept");
   std::string tmp = std::string(path) + ".hashpipe.XXXXXX";
   const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) die("temp file");

@@ -248,3 +248,7 @@ measure_pair() {
         "$bytes" "$files" "${cu:--}" "${cs:--}" "${crss:--}" "$dcpu" - - -
     return 0
 }
+
+# med: the median of the numbers on stdin, one a line (the lower middle of an even count),
+# as the A/B and side-by-side scripts print their rows.
+med() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }

@@ -16,7 +16,7 @@
 # Prints each run and the medians: wall ms (first process started to last exited), the
 # sending side's and the receiving side's CPU in ms (perf stat task-clock over each side's
 # processes; rcpd's from /proc/PID/stat). Free page reporting held (bench/lib.sh).
-# Ports 18590-18592.
+# Ports 18595-18597.
 set -eu -o pipefail
 files=${1:-10000} runs=${2:-7}
 . "$(dirname "$0")/lib.sh"
@@ -28,7 +28,7 @@ bench_scratch tf   # sets w (lib.sh)
 mkdir -p "$w/exp" "$w/src/small"
 (cd "$w/src/small" && head -c $((files * 4096)) /dev/urandom | split -b 4K -a 5 -d - f)
 head -c $((1 << 30)) /dev/zero > "$w/warm" && rm -f "$w/warm"   # pages reported before the hold
-"$rcpd" --transport tcp --listen 127.0.0.1:18591 -P 18590 --export b="$w/exp" > "$w/rcpd.log" 2>&1 & dpid=$!; BG_PIDS+=("$dpid")
+"$rcpd" --transport tcp --listen 127.0.0.1:18596 -P 18595 --export b="$w/exp" > "$w/rcpd.log" 2>&1 & dpid=$!; BG_PIDS+=("$dpid")
 rcpd_ready treefloor.sh "$w/rcpd.log"
 
 ms() { grep task-clock "$1" | cut -d, -f1 | cut -d. -f1; }
@@ -46,22 +46,22 @@ for _ in $(seq "$runs"); do
       rcp)
         rmdir "$dst"
         c0=$(proc_ms "$dpid") t0=$(date +%s.%N)
-        perf stat -x, -e task-clock -o "$w/send" -- "$rcp" --transport tcp --tcp-port 18591 -r "$w/src/small" 127.0.0.1:b/sd/
+        perf stat -x, -e task-clock -o "$w/send" -- "$rcp" --transport tcp --tcp-port 18596 -r "$w/src/small" 127.0.0.1:b/sd/
         t1=$(date +%s.%N) c1=$(proc_ms "$dpid")
         recv=$(( c1 - c0 )) ;;
       *)
         case $row in
-          tarnc) rx="nc -l -d 127.0.0.1 18592 | tar x -C '$dst'"
-                 tx="tar c -C '$w/src/small' . | nc -N 127.0.0.1 18592" ;;
-          treepipe) rx="'$tp' recv '$dst' 18592"
-                    tx="'$tp' send '$w/src/small' 127.0.0.1 18592" ;;
-          treepipe-nc) rx="nc -l -d 127.0.0.1 18592 | '$tp' recv '$dst' -"
-                       tx="'$tp' send '$w/src/small' - | nc -N 127.0.0.1 18592" ;;
-          direct-nc) rx="nc -l -d 127.0.0.1 18592 | '$tp' recv '$dst' - direct"
-                     tx="'$tp' send '$w/src/small' - | nc -N 127.0.0.1 18592" ;;
+          tarnc) rx="nc -l -d 127.0.0.1 18597 | tar x -C '$dst'"
+                 tx="tar c -C '$w/src/small' . | nc -N 127.0.0.1 18597" ;;
+          treepipe) rx="'$tp' recv '$dst' 18597"
+                    tx="'$tp' send '$w/src/small' 127.0.0.1 18597" ;;
+          treepipe-nc) rx="nc -l -d 127.0.0.1 18597 | '$tp' recv '$dst' -"
+                       tx="'$tp' send '$w/src/small' - | nc -N 127.0.0.1 18597" ;;
+          direct-nc) rx="nc -l -d 127.0.0.1 18597 | '$tp' recv '$dst' - direct"
+                     tx="'$tp' send '$w/src/small' - | nc -N 127.0.0.1 18597" ;;
         esac
         perf stat -x, -e task-clock -o "$w/recv" -- bash -c "$rx" & rpid=$!
-        listening 18592 || { echo "treefloor.sh: $row's receiver did not listen" >&2; exit 1; }
+        listening 18597 || { echo "treefloor.sh: $row's receiver did not listen" >&2; exit 1; }
         t0=$(date +%s.%N)
         perf stat -x, -e task-clock -o "$w/send" -- bash -c "$tx"
         wait "$rpid"; t1=$(date +%s.%N)
@@ -71,7 +71,6 @@ for _ in $(seq "$runs"); do
     echo "$row $(echo "($t1 - $t0) * 1000" | bc -l | cut -d. -f1) $(ms "$w/send") $recv"
   done
 done | tee "$w/runs"
-med() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 echo "| row | wall ms | files/s | sending side ms CPU | receiving side ms CPU |"
 echo "|---|---:|---:|---:|---:|"
 for row in "${rows[@]}"; do

@@ -21,12 +21,8 @@
 // options. So treepipe's files/s is what verified, atomic small files cost on this machine
 // with one process a side (rcp's shape), and "nc -l | treepipe recv DIR -" is the same with
 // the socket on a process of its own (tar | nc's shape). Same host only (host byte order).
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,6 +35,7 @@
 #include <vector>
 
 #include "hash/digest.h"
+#include "loopback.h"
 
 namespace {
 
@@ -73,31 +70,6 @@ void write_all(int fd, const uint8_t* p, size_t n) {
     p += w;
     n -= static_cast<size_t>(w);
   }
-}
-
-int connect_to(const char* host, const char* port) {
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_socktype = SOCK_STREAM;
-  if (::getaddrinfo(host, port, &hints, &res) != 0) die("getaddrinfo");
-  const int s = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (s < 0 || ::connect(s, res->ai_addr, res->ai_addrlen) != 0) die("connect");
-  ::freeaddrinfo(res);
-  return s;
-}
-
-int accept_one(const char* port) {
-  const int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int one = 1;
-  ::setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(std::atoi(port)));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(l, 1) != 0) die("listen");
-  const int s = ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
-  if (s < 0) die("accept");
-  ::close(l);
-  return s;
 }
 
 int send_tree(const char* dir, int out) {
@@ -214,12 +186,14 @@ int recv_tree(const char* dir, int in, bool atomic) {
 int main(int argc, char** argv) {
   const std::string verb = argc > 1 ? argv[1] : "";
   if (verb == "send" && (argc == 4 || argc == 5) && (argc == 5) != (std::strcmp(argv[3], "-") == 0)) {
-    const int out = argc == 5 ? connect_to(argv[3], argv[4]) : 1;
+    const int out = argc == 5 ? bench::connect_to(argv[3], argv[4]) : 1;
+    if (out < 0) die("connect");
     return send_tree(argv[2], out);
   }
   const std::string mode = argc == 5 ? argv[4] : "atomic";
   if (verb == "recv" && (argc == 4 || argc == 5) && (mode == "atomic" || mode == "direct")) {
-    const int in = std::strcmp(argv[3], "-") == 0 ? 0 : accept_one(argv[3]);
+    const int in = std::strcmp(argv[3], "-") == 0 ? 0 : bench::accept_one(argv[3]);
+    if (in < 0) die("listen or accept");
     return recv_tree(argv[2], in, mode == "atomic");
   }
   std::fprintf(stderr,

@@ -46,7 +46,6 @@ for _ in $(seq "$runs"); do
     echo "$tool recv $(per_gib "$w/recv")"
   done
 done | tee "$w/runs"
-med() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 echo "| per GiB, medians of $runs | $(printf '%s | ' "${names[@]}")"
 echo "|---|$(printf -- '---:|%.0s' "${names[@]}")"
 for row in "socat send" "rcp send" "socat recv" "rcp recv"; do
