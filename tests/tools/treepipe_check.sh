@@ -38,6 +38,11 @@ printf '\x5a' | dd of="$w/flipped" bs=1 seek=$((size - 49)) conv=notrunc status=
 refused "a flipped byte: digest mismatch, that file never appears" "$w/flipped" "digest mismatch" 39
 cp "$w/stream" "$w/slash" && printf '/' | dd of="$w/slash" bs=1 seek=49 conv=notrunc status=none
 refused "a name with a '/': refused before anything is created" "$w/slash" "names no file of DIR" 0
+# a record named ".." (mode 0644, no data), then the end: host byte order, as treepipe writes
+{ printf '\xa4\x01\0\0\x02\0\0\0'; head -c 40 /dev/zero; printf '..'; head -c 48 /dev/zero; } > "$w/dotdot"
+refused "a record named '..': refused before anything is created" "$w/dotdot" "names no file of DIR" 0
+{ printf '\xa4\x01\0\0\x01\0\0\0'; head -c 40 /dev/zero; printf '.'; head -c 48 /dev/zero; } > "$w/dot"
+refused "a record named '.': refused before anything is created" "$w/dot" "names no file of DIR" 0
 cp "$w/stream" "$w/huge" && printf '\xff\xff\xff\xff' | dd of="$w/huge" bs=1 seek=12 conv=notrunc status=none
 refused "a record claiming a 16 TiB file: refused by its bounds" "$w/huge" "out of bounds" 0
 head -c $((size / 2)) "$w/stream" > "$w/cut"
