@@ -161,7 +161,7 @@ int recv_tree(const char* dir, int in, bool atomic) {
     Record r;
     std::memcpy(&r, buf.data() + at, sizeof r);
     if (r.name_len == 0) break;
-    if (r.name_len > 255 || r.size > kMaxFile) {
+    if (r.name_len > 255 || r.size > kMaxFile || (r.mode & ~07777u) != 0) {
       std::fprintf(stderr, "treepipe: record %zu out of bounds\n", files);
       return 1;
     }

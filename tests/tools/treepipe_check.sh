@@ -45,6 +45,8 @@ refused "a record named '..': refused before anything is created" "$w/dotdot" "n
 refused "a record named '.': refused before anything is created" "$w/dot" "names no file of DIR" 0
 cp "$w/stream" "$w/huge" && printf '\xff\xff\xff\xff' | dd of="$w/huge" bs=1 seek=12 conv=notrunc status=none
 refused "a record claiming a 16 TiB file: refused by its bounds" "$w/huge" "out of bounds" 0
+cp "$w/stream" "$w/mode" && printf '\x01' | dd of="$w/mode" bs=1 seek=2 conv=notrunc status=none
+refused "a record with mode bits beyond 07777: refused by its bounds" "$w/mode" "out of bounds" 0
 head -c $((size / 2)) "$w/stream" > "$w/cut"
 refused "a stream cut short: the files before the cut whole, no other" "$w/cut" "ended inside a record" any
 [ "$fails" = 0 ] && echo "treepipe_check: all passed" || { echo "treepipe_check: $fails failed"; exit 1; }
