@@ -30,6 +30,10 @@
 ///   of the epoll set for accept_backoff (100 ms) instead of spinning on a
 ///   socket that stays readable, the oldest pending handshake is evicted to
 ///   free a descriptor; logged once per refusal_log_interval, not per try.
+/// - Memory: when the loop has been idle for 500 ms after any connection's
+///   thread ended, the heap's free pages go back to the kernel
+///   (util/heap.h), so a flood of handshakes or a session of a million files
+///   does not leave the daemon holding what its threads freed.
 #pragma once
 
 #include <atomic>
