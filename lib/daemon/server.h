@@ -32,8 +32,8 @@
 ///   free a descriptor; logged once per refusal_log_interval, not per try.
 /// - Memory: when the loop has been idle for 500 ms after any connection's
 ///   thread ended, the heap's free pages go back to the kernel
-///   (util/heap.h), so a flood of handshakes or a session of a million files
-///   does not leave the daemon holding what its threads freed.
+///   (util/heap.h), so a flood of handshakes does not leave the daemon
+///   holding what its threads freed (limits suite: +12.6 MiB stayed without).
 #pragma once
 
 #include <atomic>

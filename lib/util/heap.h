@@ -4,13 +4,11 @@
 /// gives threads their own malloc arenas (up to 8 per core). What a thread
 /// frees stays in its arena, resident, until the arena's top shrinks — which
 /// fragmentation rarely lets happen. Measured on rcpd after 200 connections
-/// stalled in the TLS handshake (limits suite): +2 to +12.6 MiB resident
+/// stalled in the TLS handshake (limits suite): +2.1 to +12.6 MiB resident
 /// that never came back, varying run to run with how the 64 concurrent
 /// handshakes spread over the arenas. malloc_trim walks every arena and
 /// returns the free pages inside it too.
 #pragma once
-
-#include <cstddef>
 
 namespace rcp {
 
