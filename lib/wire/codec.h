@@ -25,7 +25,12 @@ class Writer {
   /// A string is a u16 length followed by its bytes (no terminator).
   void str(std::string_view s) {
     u16(static_cast<uint16_t>(s.size()));
-    out_.insert(out_.end(), s.begin(), s.end());
+    // resize + memcpy: an insert from char iterators into this vector of
+    // uint8_t took the element-wise path, 7.6 % of the sending rcp's
+    // samples once a small file's 4 KiB went through here (SMALL_FILE).
+    const size_t at = out_.size();
+    out_.resize(at + s.size());
+    if (!s.empty()) std::memcpy(out_.data() + at, s.data(), s.size());
   }
   size_t size() const { return out_.size(); }
 
