@@ -40,7 +40,7 @@ Status Channel::send(const Message& m) {
   RCP_TRY(wire::encode(m, buf));
   log_debug("send {} to {}", wire::type_name(wire::type_of(m)), t_.peer());
   if (mac_) {
-    if (buf.size() + auth::kTagSize > wire::kMaxMessage)
+    if (buf.size() + auth::kTagSize > wire::max_message(wire::type_of(m)))
       return make_error(EMSGSIZE, fmt::format("{} too long to seal ({} bytes)", wire::type_name(wire::type_of(m)), buf.size()));
     put_len(buf, get_len(buf) + static_cast<uint32_t>(auth::kTagSize));
     const auth::Tag tag = mac_->seal(buf);

@@ -50,6 +50,7 @@ Status Sink::on_message(wire::Message& m) {
                         [&](wire::WalkTotals& x) { return handle(x); },
                         [&](wire::Hole& x) { return handle(x); },
                         [&](wire::XattrPiece& x) { return handle(x); },
+                        [&](wire::SmallFile& x) { return handle(x); },
                         [&](wire::ErrorMsg& e) -> Status { return make_error(e.err, t_.peer() + ": " + e.message); },
                         // What only a sink sends, or only comes before the session:
                         [&](wire::Open& x) { return unexpected(x); },

@@ -111,12 +111,17 @@ Status Sink::finish_file(File& f, bool kept, bool follower) {
 /// what stood there when it began: its owner and group as they will be
 /// (mapped; the owner only where it is applied, as root).
 uint16_t Sink::changes_of(const File& f, bool data, bool follower) const {
-  EntryMeta in = f.meta;
+  return changes_of(f.old, f.type, f.size, f.meta, data, follower);
+}
+
+uint16_t Sink::changes_of(const OldEntry& old, unsigned type, uint64_t size, const EntryMeta& meta, bool data,
+                          bool follower) const {
+  EntryMeta in = meta;
   Preserve p = opt_.preserve;
   p.owner = p.owner && running_as_root();
   if (p.owner) in.uid = map_uid(in.user, in.uid, p.numeric_ids);
   if (p.group) in.gid = map_gid(in.group, in.gid, p.numeric_ids);
-  return item_changes(f.old, f.type, f.size, in, p, data, opt_.rules.checksum, follower);
+  return item_changes(old, type, size, in, p, data, opt_.rules.checksum, follower);
 }
 
 /// The entry is complete and verified: puts it in place with its metadata.

@@ -1,6 +1,6 @@
 /// The sink role's one class, shared by the files that make it (not for use
 /// elsewhere: session/sink.h is the interface). sink.cc: the messages a
-/// source sends, each checked; sink_chunks.cc: a chunk's way from READ to
+/// source sends, each checked; sink_whole.cc: a SMALL_FILE; sink_chunks.cc: a chunk's way from READ to
 /// disk (hash, verify, write) and the loop's pump; sink_commit.cc: a
 /// complete entry checked and put in place, its FILE_RESULT; sink_xattr.cc:
 /// -X/-A. One thread runs it all (session/loop.h).
@@ -36,6 +36,7 @@
 #include "session/loop.h"
 #include "session/options.h"
 #include "session/plan.h"
+#include "session/small_file.h"
 #include "session/pool.h"
 #include "session/walk_totals.h"
 #include "session/xattr_pieces.h"
@@ -129,6 +130,7 @@ class Sink {
   Status handle(wire::ChunkReady& c);
   Status handle(wire::Hole& h);
   Status handle(wire::FileEnd& fe);
+  Status handle(wire::SmallFile& m);  // sink_whole.cc
   Status on_finish() {
     finish_seen_ = true;
     return {};
@@ -169,6 +171,8 @@ class Sink {
   Status check_file(uint32_t id);
   Status finish_file(File& f, bool kept, bool follower);
   uint16_t changes_of(const File& f, bool data, bool follower) const;
+  uint16_t changes_of(const OldEntry& old, unsigned type, uint64_t size, const EntryMeta& meta, bool data,
+                      bool follower) const;
   Status commit(File& f);
   Status commit_file(File& f);
   Status on_fsynced(std::unordered_map<uint64_t, uint32_t>::iterator sy, int res);

@@ -11,11 +11,13 @@
 #include <map>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 #include <variant>
 
 #include "hash/hash_pool.h"
 #include "io/direct.h"
 #include "io/ring.h"
+#include "auth/message_mac.h"
 #include "io/write_inline.h"
 #include "session/hole_scan.h"
 #include "session/ledger.h"
@@ -23,6 +25,7 @@
 #include "session/plan.h"
 #include "session/pool.h"
 #include "session/slot_map.h"
+#include "session/small_file.h"
 #include "session/walk_totals.h"
 #include "session/xattr_pieces.h"
 #include "transport/backlog.h"
@@ -86,6 +89,7 @@ class Source {
                           [&](wire::WalkTotals& x) { return unexpected(x); },
                           [&](wire::Hole& x) { return unexpected(x); },
                           [&](wire::XattrPiece& x) { return unexpected(x); },
+                          [&](wire::SmallFile& x) { return unexpected(x); },
                       },
                       m);
   }
@@ -122,14 +126,21 @@ class Source {
     c.addr = reinterpret_cast<uint64_t>(p);
     c.rkey = pool_.key();
     c.digest = digest;
-    if (chunk_seq_++ == test_faults().source_corrupt) p[s.length / 2] ^= 0x5a;
-    if (test_faults().source_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(test_faults().source_delay_ms));
-    if (!test_faults().source_hold.empty() && chunk_seq_ > 1)
-      while (::access(test_faults().source_hold.c_str(), F_OK) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    chunk_faults(p, s.length);
     f.ledger.add_digest(s.offset, s.length, c.digest);
     --f.reads_out;
     RCP_TRY(ch_.send(c));
     return maybe_end(f);
+  }
+
+  /// RCP_TEST_FAULT's source switches, applied to each chunk (a SMALL_FILE's
+  /// data too) once it is hashed: corrupt the N-th, pause before each, hold
+  /// every one after the first while a file exists.
+  void chunk_faults(uint8_t* p, uint32_t length) {
+    if (chunk_seq_++ == test_faults().source_corrupt) p[length / 2] ^= 0x5a;
+    if (test_faults().source_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(test_faults().source_delay_ms));
+    if (!test_faults().source_hold.empty() && chunk_seq_ > 1)
+      while (::access(test_faults().source_hold.c_str(), F_OK) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 
   /// Completes the reads submit_read() did inline (a short one's rest may add more).
@@ -151,7 +162,7 @@ class Source {
       // waits while the peer has not read what it was sent (transport/backlog.h).
       if (t_.unsent_bytes() >= kUnsentSoft) break;
       if (!cur_) {
-        if (!more() || files_.size() >= kMaxFilesInFlight || unended_ >= std::clamp<uint32_t>(opt_.max_files_open, 1, kMaxFilesOpen)) break;
+        if (!more() || files_.size() + whole_.size() >= kMaxFilesInFlight || unended_ >= std::clamp<uint32_t>(opt_.max_files_open, 1, kMaxFilesOpen)) break;
         RCP_TRY(open_next(started));
         RCP_TRY(announce_totals(started));
         continue;
@@ -219,6 +230,11 @@ class Source {
     bool blocking = false;  // O_NONBLOCK taken off fd, for reads through the ring (fs/sources.h)
     uint64_t dev = 0;       // st_dev of a regular file (0: a device sent as a file)
   };
+  struct Whole {  // a SMALL_FILE sent, not yet answered
+    uint64_t size;
+    std::string shown;
+    std::string name;  // as sent (for -i)
+  };
   struct LinkGroup {
     uint32_t leader;
     uint64_t left;  // links not seen yet
@@ -275,6 +291,7 @@ class Source {
   }
 
   Status on_file_result(const wire::FileResult& r) {
+    if (auto w = whole_.find(r.file_id); w != whole_.end()) return on_whole_result(r, w);
     auto it = files_.find(r.file_id);
     if (it == files_.end() || !it->second.end_sent) return proto_error(t_, "result for a file not sent");
     const File& f = it->second;
@@ -306,6 +323,29 @@ class Source {
     return {};
   }
 
+  /// A SMALL_FILE's answer: nothing reused, at most its size pulled (one
+  /// send: the sink does not fetch it again).
+  Status on_whole_result(const wire::FileResult& r, std::unordered_map<uint32_t, struct Whole>::iterator w) {
+    const uint64_t size = w->second.size;
+    if (r.matched != 0 || r.pulled > size)
+      return proto_error(t_, fmt::format("result for '{}' does not fit the file ({} pulled, {} reused of {} bytes)",
+                                         w->second.shown, r.pulled, r.matched, size));
+    stats_.bytes_pulled += r.pulled;
+    if (r.err == 0) {
+      if (r.changes && opt_.on_item) opt_.on_item(w->second.name, S_IFREG, r.changes, false);
+      ++stats_.files_ok;
+      if (r.skipped) ++stats_.files_skipped;
+      stats_.bytes += size;
+    } else {
+      ++stats_.files_failed;
+      stats_.note_error(fmt::format("{}: {}", w->second.shown, r.message));
+    }
+    progress_bytes_ += size;
+    whole_.erase(w);
+    report_progress(0);
+    return {};
+  }
+
   /// Is there another entry to send? (Asks the stream for it, once.)
   bool more() {
     if (!next_ && stream_) {
@@ -324,7 +364,7 @@ class Source {
   }
 
   Status on_done(const wire::Done& d) {
-    if (!finish_sent_ || !files_.empty()) return proto_error(t_, "DONE before every file was answered");
+    if (!finish_sent_ || !files_.empty() || !whole_.empty()) return proto_error(t_, "DONE before every file was answered");
     if (d.files_deleted < deleted_seen_)
       return proto_error(t_, fmt::format("DONE counts {} deletions after {} ENTRY_DELETED", d.files_deleted, deleted_seen_));
     stats_.files_deleted = d.files_deleted;
@@ -430,29 +470,64 @@ class Source {
     }
     const uint32_t id = next_id_++;
     fb.file_id = id;
-    if (opt_.preserve.hard_links && !sf->is_dir && (sf->meta.mode & S_IFMT) == S_IFREG && sf->nlink > 1)
-      hard_link(*sf, fb);
-    File f{id, std::move(sf->fd), sf->size, sf->shown, chunk_count(sf->size, opt_.chunk_size), 0, 0, false,
-           FileLedger(opt_.checksum, sf->size), sf->is_dir, {}};
-    if (!f.is_dir && f.size > 0 && f.fd.valid() && !sf->no_holes)
+    if (small_whole_ && !sf->is_dir && (fb.mode & S_IFMT) == S_IFREG && sf->fd.valid() && sf->size > 0 &&
+        sf->size <= wire::kMaxFileData && !(opt_.preserve.hard_links && sf->nlink > 1))
+      return send_whole(*sf, std::move(fb), started);
+    return begin_chunked(*sf, std::move(fb), std::move(xattrs), started);
+  }
+
+  /// An entry through the general path: FILE_BEGIN (and its XATTRs), its
+  /// chunks as slots free up (pump), FILE_END once all are hashed.
+  Status begin_chunked(SourceFile& sf, wire::FileBegin fb, std::vector<Xattr> xattrs, bool& started) {
+    const uint32_t id = fb.file_id;
+    if (opt_.preserve.hard_links && !sf.is_dir && (sf.meta.mode & S_IFMT) == S_IFREG && sf.nlink > 1)
+      hard_link(sf, fb);
+    File f{id, std::move(sf.fd), sf.size, sf.shown, chunk_count(sf.size, opt_.chunk_size), 0, 0, false,
+           FileLedger(opt_.checksum, sf.size), sf.is_dir, {}};
+    if (!f.is_dir && f.size > 0 && f.fd.valid() && !sf.no_holes)
       f.scan.emplace(f.size, opt_.chunk_size, [fd = f.fd.get(), size = f.size](uint64_t from) -> Result<DataExtent> {
         return find_data(fd, from, size);
       });
     f.name = fb.name;
     f.type = fb.mode & S_IFMT;
-    f.dev = sf->dev;
+    f.dev = sf.dev;
     if (opt_.direct && !f.is_dir && f.size > 0) f.direct = direct_or_buffered(f.fd.get(), O_RDONLY, f.shown, direct_noted_);
     RCP_TRY(ch_.send(fb));
     // A hard link's xattrs are its group's first file's (the same inode).
     if (fb.link_to == 0 || fb.link_to == id)
       for (const Xattr& x : xattrs)
         for (const wire::XattrPiece& p : split_xattr(id, x)) RCP_TRY(ch_.send(p));
-    tally_.begun(sf->size);
+    tally_.begun(sf.size);
     files_.emplace(id, std::move(f));
     ++unended_;
     cur_ = id;
     started = true;
     return {};
+  }
+
+  /// A small file whole, in one SMALL_FILE: read, hashed and sent from one
+  /// buffer, with no File, slot or FILE_END (wire/messages.h). What is
+  /// kept until its FILE_RESULT: its size and names.
+  Status send_whole(SourceFile& sf, wire::FileBegin fb, bool& started) {
+    wire::SmallFile m;
+    m.begin = std::move(fb);
+    m.data.resize(sf.size);
+    m.digest.len = chunk_digest_len(opt_);  // (its size, for the fit below)
+    if (wire::small_file_size(m) + auth::kTagSize > t_.max_message())  // (RDMA; a long name)
+      return begin_chunked(sf, std::move(m.begin), {}, started);
+    const ssize_t n = ::pread(sf.fd.get(), m.data.data(), sf.size, 0);
+    if (n < 0) return make_error(errno, "read '" + sf.shown + "'");
+    if (static_cast<uint64_t>(n) < sf.size)
+      return make_error(EIO, fmt::format("'{}' shrank while being sent (EOF at {})", sf.shown, n));
+    sf.fd.reset();
+    auto* p = reinterpret_cast<uint8_t*>(m.data.data());
+    const std::span<const uint8_t> piece{p, m.data.size()};
+    m.digest = chunk_digest(opt_, m.begin.file_id, 0, {&piece, 1});
+    chunk_faults(p, static_cast<uint32_t>(m.data.size()));
+    whole_.emplace(m.begin.file_id, Whole{sf.size, std::move(sf.shown), m.begin.name});
+    tally_.begun(sf.size);
+    started = true;
+    return ch_.send(m);
   }
 
   /// -X/-A: the xattrs of a regular file (through its fd) or a directory
@@ -559,6 +634,8 @@ class Source {
   bool inline_dev_reads_ = false;
   std::vector<Slot> slots_;
   std::map<uint32_t, File> files_;
+  std::unordered_map<uint32_t, Whole> whole_;  // SMALL_FILEs sent, by id (bounded with files_ by kMaxFilesInFlight)
+  const bool small_whole_ = small_files_whole(opt_);
   std::map<std::pair<uint64_t, uint64_t>, LinkGroup> links_;  // (dev, ino) of files with more links to come (-H)
   std::optional<uint32_t> cur_;
   uint32_t next_id_ = 1;

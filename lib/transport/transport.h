@@ -90,6 +90,11 @@ class Transport {
   /// (ENOBUFS) when it would take what is held for the peer past kMaxUnsent
   /// (transport/backlog.h): a peer that does not read.
   virtual Status send(std::span<const uint8_t> message) = 0;
+  /// The largest message send() takes and the peer's receive holds:
+  /// wire::kMaxMessage (an RDMA receive buffer), or more where a message
+  /// is a stream's frame (TCP: wire::kMaxLargeMessage, so a small file can
+  /// travel whole in its SMALL_FILE).
+  virtual size_t max_message() const { return wire::kMaxMessage; }
   /// What control messages held for the peer cost now (unsent_cost each):
   /// queued, or handed to the kernel or the NIC and not yet sent.
   virtual size_t unsent_bytes() const = 0;

@@ -67,6 +67,25 @@ const char* type_name(MsgType t) {
   return i >= 1 && i <= kNames.size() ? kNames[i - 1] : "UNKNOWN";
 }
 
+static void put_file_begin(Writer& w, const FileBegin& f, Status& st) {
+  if (f.name.size() > kMaxPath) st = proto("name longer than " + std::to_string(kMaxPath));
+  w.u32(f.file_id);
+  w.u64(f.size);
+  w.u32(f.mode);
+  w.u64(static_cast<uint64_t>(f.mtime_ns));
+  w.str(f.name.substr(0, kMaxPath));
+  if (f.user.size() > kMaxIdName || f.group.size() > kMaxIdName)
+    st = proto("user or group name longer than " + std::to_string(kMaxIdName));
+  if (f.link_target.size() > kMaxPath) st = proto("symlink target longer than " + std::to_string(kMaxPath));
+  w.u32(f.uid);
+  w.u32(f.gid);
+  w.str(f.user.substr(0, kMaxIdName));
+  w.str(f.group.substr(0, kMaxIdName));
+  w.str(f.link_target.substr(0, kMaxPath));
+  w.u64(f.rdev);
+  w.u32(f.link_to);
+}
+
 Status encode(const Message& m, std::vector<uint8_t>& out) {
   const size_t start = out.size();
   Writer w(out);
@@ -97,23 +116,12 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
                    w.u32(o.preserve);
                  },
                  [&](const OpenOk& o) { w.u8(o.dest_is_dir); },
-                 [&](const FileBegin& f) {
-                   if (f.name.size() > kMaxPath) st = proto("name longer than " + std::to_string(kMaxPath));
-                   w.u32(f.file_id);
-                   w.u64(f.size);
-                   w.u32(f.mode);
-                   w.u64(static_cast<uint64_t>(f.mtime_ns));
-                   w.str(f.name.substr(0, kMaxPath));
-                   if (f.user.size() > kMaxIdName || f.group.size() > kMaxIdName)
-                     st = proto("user or group name longer than " + std::to_string(kMaxIdName));
-                   if (f.link_target.size() > kMaxPath) st = proto("symlink target longer than " + std::to_string(kMaxPath));
-                   w.u32(f.uid);
-                   w.u32(f.gid);
-                   w.str(f.user.substr(0, kMaxIdName));
-                   w.str(f.group.substr(0, kMaxIdName));
-                   w.str(f.link_target.substr(0, kMaxPath));
-                   w.u64(f.rdev);
-                   w.u32(f.link_to);
+                 [&](const FileBegin& f) { put_file_begin(w, f, st); },
+                 [&](const SmallFile& sf) {
+                   put_file_begin(w, sf.begin, st);
+                   if (!put_digest(w, sf.digest)) st = proto("digest longer than 32 bytes");
+                   if (sf.data.size() > kMaxFileData) st = proto("SMALL_FILE data longer than " + std::to_string(kMaxFileData));
+                   w.str(std::string_view(sf.data).substr(0, kMaxFileData));
                  },
                  [&](const ChunkReady& c) {
                    w.u32(c.file_id);
@@ -209,12 +217,19 @@ Status encode(const Message& m, std::vector<uint8_t>& out) {
     return st;
   }
   const size_t len = out.size() - start - kHeaderSize;
-  if (len + kHeaderSize > kMaxMessage) {
+  if (len + kHeaderSize > max_message(type_of(m))) {
     out.resize(start);
     return proto("message too large");
   }
   for (int i = 0; i < 4; ++i) out[start + 8 + i] = static_cast<uint8_t>(len >> (24 - 8 * i));
   return {};
+}
+
+size_t small_file_size(const SmallFile& m) {
+  const FileBegin& f = m.begin;
+  // The header (12) and FILE_BEGIN's fixed fields with its strings' lengths (52).
+  return 64 + f.name.size() + f.user.size() + f.group.size() + f.link_target.size() + 1 + m.digest.len +
+         2 + m.data.size();
 }
 
 size_t open_size(const Open& o) {
@@ -229,12 +244,13 @@ Result<uint32_t> peek_length(std::span<const uint8_t> header) {
   Reader r(header);
   const uint32_t magic = r.u32();
   const uint16_t version = r.u16();
-  r.u16();
+  const uint16_t type = r.u16();
   const uint32_t len = r.u32();
   if (magic != kMagic) return proto(fmt::format("bad message magic {:#010x}", magic));
   if (version != protocol_version())
     return proto(fmt::format("peer speaks protocol version {}, this side speaks {}", version, protocol_version()));
-  if (len > kMaxMessage - kHeaderSize) return proto(fmt::format("message length {} exceeds limit {}", len, kMaxMessage));
+  const size_t limit = max_message(static_cast<MsgType>(type));
+  if (len > limit - kHeaderSize) return proto(fmt::format("message length {} exceeds limit {}", len, limit));
   return len;
 }
 
@@ -307,6 +323,19 @@ Status read_body(Reader& r, FileBegin& f) {
   if (f.link_to != 0 && f.link_to < f.file_id && f.size != 0) return proto("FILE_BEGIN: a hard link with data");
   for (const std::string* s : {&f.user, &f.group, &f.link_target})
     if (s->find('\0') != std::string::npos) return proto("FILE_BEGIN: an owner name or link target holds a NUL byte");
+  return {};
+}
+
+Status read_body(Reader& r, SmallFile& m) {
+  RCP_TRY(read_body(r, m.begin));
+  m.digest = get_digest(r);
+  m.data = r.str(kMaxFileData);
+  if (!r.ok()) return {};
+  const FileBegin& f = m.begin;
+  if ((f.mode & S_IFMT) != 0 && (f.mode & S_IFMT) != S_IFREG) return proto("SMALL_FILE: not a regular file");
+  if (f.link_to != 0) return proto("SMALL_FILE: a hard link");
+  if (m.data.empty()) return proto("SMALL_FILE: no data");
+  if (m.data.size() != f.size) return proto(fmt::format("SMALL_FILE: size {} with {} bytes of data", f.size, m.data.size()));
   return {};
 }
 

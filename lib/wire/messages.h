@@ -39,7 +39,8 @@ constexpr uint32_t kMagic = 0x52435030;  // "RCP0"
 /// 11: RDMA: the first queue pair carries control only (rcpd takes its
 ///     receives from a shared receive queue); hello's qps counts it, and
 ///     every accept carries the session token the data queue pairs join with.
-constexpr uint16_t kVersion = 11;
+/// 12: SMALL_FILE (a small file whole in one record, over TCP).
+constexpr uint16_t kVersion = 12;
 /// The version this process speaks: kVersion, unless the test-only fault
 /// switch RCP_TEST_FAULT=protocol-version=N makes it pretend to be another
 /// release (so the suite can prove a mismatch is refused with a clear error).
@@ -82,6 +83,7 @@ enum class MsgType : uint16_t {
   hole = 15,
   entry_deleted = 16,
   xattr = 17,
+  small_file = 18,
 };
 
 /// list: OPEN's path is empty; the daemon answers with MODULE_LIST (no OPEN_OK).
@@ -360,6 +362,32 @@ constexpr uint32_t kMaxXattrValueLen = 65536;
 /// bytes, inside kMaxMessage less an authenticated session's 64-byte MAC.
 constexpr size_t kMaxXattrPiece = 3072;
 
+/// Source → sink: a small regular file whole, in one record: what its
+/// FILE_BEGIN would say, the digest of its one chunk (offset 0, the whole
+/// file; session/loop.h chunk_digest) and its bytes. It stands for FILE_BEGIN,
+/// CHUNK_READY, the read and FILE_END: the sink verifies the bytes against
+/// the digest, writes and commits the file and answers with a FILE_RESULT
+/// (pulled = its size). Only a plain regular file of 1 to kMaxFileData bytes
+/// with no hard link (the decoder refuses others), only where a message
+/// may exceed kMaxMessage (TCP: Transport::max_message()), and only in a
+/// session whose options need nothing more of a file
+/// (session/small_file.h: the sink refuses it in any other).
+struct SmallFile {
+  FileBegin begin;
+  Digest digest;
+  std::string data;
+};
+/// 4 KiB: the page, and the files of bench/run's small-file rows. The data
+/// rides in the message, so this bounds what one receive holds.
+constexpr size_t kMaxFileData = 4096;
+/// The largest message of all, SMALL_FILE's: a FILE_BEGIN that fits
+/// kMaxMessage, a digest (33 bytes with its length), the data with its
+/// 2-byte length, and an authenticated session's MAC; every other message
+/// stays within kMaxMessage (max_message()).
+constexpr size_t kMaxLargeMessage = kMaxMessage + kMaxFileData + 128;
+/// Bytes `m` takes on the wire, header included.
+size_t small_file_size(const SmallFile& m);
+
 /// Every control message. The order is the wire: alternative i travels as
 /// MsgType i + 1 (checked below), and decode() picks the alternative by that
 /// index, so there is no switch to forget a case in.
@@ -378,7 +406,7 @@ constexpr size_t kMaxXattrPiece = 3072;
 ///     truncates every message.
 using Message = std::variant<Open, OpenOk, FileBegin, ChunkReady, ChunkDone, FileEnd, FileResult,
                              Finish, Done, ErrorMsg, FileSkipped, ModuleList, StopFile, WalkTotals, Hole,
-                             EntryDeleted, XattrPiece>;
+                             EntryDeleted, XattrPiece, SmallFile>;
 
 /// The wire type and the name (for logs and errors) of each message. No
 /// primary definition: a message without an entry does not compile.
@@ -408,6 +436,7 @@ RCP_WIRE_MSG(WalkTotals, walk_totals, "WALK_TOTALS");
 RCP_WIRE_MSG(Hole, hole, "HOLE");
 RCP_WIRE_MSG(EntryDeleted, entry_deleted, "ENTRY_DELETED");
 RCP_WIRE_MSG(XattrPiece, xattr, "XATTR");
+RCP_WIRE_MSG(SmallFile, small_file, "SMALL_FILE");
 #undef RCP_WIRE_MSG
 
 /// Messages in the protocol: MsgType values 1 .. kMessageTypes.
@@ -423,6 +452,9 @@ static_assert(detail::types_follow_variant(std::make_index_sequence<kMessageType
               "wire::Message alternative i must be MsgType i + 1: decode() and type_name() index by it");
 
 MsgType type_of(const Message& m);
+/// The largest a message of type t may be, header included: kMaxMessage,
+/// or kMaxLargeMessage for SMALL_FILE.
+constexpr size_t max_message(MsgType t) { return t == MsgType::small_file ? kMaxLargeMessage : kMaxMessage; }
 const char* type_name(MsgType t);
 
 /// Appends the framed message to out. Fails only if a field exceeds its limit.
@@ -430,7 +462,7 @@ Status encode(const Message& m, std::vector<uint8_t>& out);
 /// Decodes exactly one framed message occupying all of buf.
 Result<Message> decode(std::span<const uint8_t> buf);
 /// Reads the header alone: returns the payload length announced, after checking
-/// magic, version and that the whole message fits kMaxMessage. Used by stream
+/// magic, version and that the whole message fits max_message() of its type. Used by stream
 /// transports to know how much more to read.
 Result<uint32_t> peek_length(std::span<const uint8_t> header);
 

@@ -4,7 +4,7 @@
 // pieces alternate between the streams (bit 1), byte 1 the piece size; the rest is the bytes. Beyond the sanitizers, it checks what the parser promises:
 // a reply lands only in its read's scatter list (ASan: the sink is exactly their size), each
 // read completes at most once and only if it was asked, control messages come only on
-// stream 0 and within kMaxMessage, a served read names only memory registered for remote
+// stream 0 and within kMaxLargeMessage (SMALL_FILE's bound), a served read names only memory registered for remote
 // reading, and the receive buffer never fills (so no frame can stall a stream).
 #include <sys/mman.h>
 
@@ -94,7 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (e.kind == TransportEvent::Kind::read_done) {
         if (e.cookie < 1 || e.cookie > 3 || !done.insert(e.cookie).second) std::abort();
       } else if (e.kind == TransportEvent::Kind::message) {
-        if (on != 0 || e.message.size() < wire::kHeaderSize || e.message.size() > wire::kMaxMessage) std::abort();
+        if (on != 0 || e.message.size() < wire::kHeaderSize || e.message.size() > wire::kMaxLargeMessage) std::abort();
       }
     }
     if (!st.ok()) break;  // the transport closes the connection here

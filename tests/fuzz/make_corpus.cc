@@ -127,6 +127,14 @@ int main(int argc, char** argv) {
   msg("walk_totals_final", WalkTotals{4096, 0x0000123456789abcull, 1});
   msg("hole", Hole{7, 1u << 20, 1021ull << 20});  // 1021 MiB of a 1 GiB sparse file
   msg("xattr_small", XattrPiece{3, "user.mime_type", 10, 0, "text/plain"});
+  {
+    SmallFile sf{FileBegin{15, 11, 0100644, 1700000000123456789ll, "d/small.txt"}, {}, "hello world"};
+    sf.digest.len = 16;  // (decoders do not check a digest against data)
+    msg("small_file", sf);
+    SmallFile page{FileBegin{16, 4096, 0100600, 0, "p"}, {}, std::string(4096, 'p')};
+    page.digest.len = 16;
+    msg("small_file_page", page);  // larger than kMaxMessage: only SMALL_FILE may be
+  }
   msg("xattr_piece", XattrPiece{3, "user.blob", 65536, 3072, std::string(3072, 'b')});  // the 2nd of 22 pieces
   msg("xattr_acl", XattrPiece{4, "system.posix_acl_default", 28, 0, std::string("\2\0\0\0\1\0\7\0\xff\xff\xff\xff\4\0\5\0\xff\xff\xff\xff\x20\0\5\0\xff\xff\xff\xff", 28)});
   msg("file_skipped_vanished", FileSkipped{ENOENT, "file has vanished: 'data/t/x': No such file or directory", 1});

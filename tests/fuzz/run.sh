@@ -36,7 +36,7 @@ if [ -n "$stale" ]; then
     exit 1
 fi
 
-declare -A max_len=([wire]=4200 [hello]=64 [auth_messages]=256 [config]=8192 [access]=2048 [frames]=16384)
+declare -A max_len=([wire]=8400 [hello]=64 [auth_messages]=256 [config]=8192 [access]=2048 [frames]=16384)
 work="$dir/fuzz-run"
 rm -rf "$work"
 total=0 failed=0

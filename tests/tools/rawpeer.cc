@@ -494,6 +494,7 @@ int open_get(int fd, const std::string& path, std::vector<std::string> more, boo
       return 0;
     }
     if (auto* b = std::get_if<rcp::wire::FileBegin>(&m.value())) std::printf("sent: %s\n", b->name.c_str());
+    if (auto* w = std::get_if<rcp::wire::SmallFile>(&m.value())) std::printf("sent: %s\n", w->begin.name.c_str());
     if (auto* k = std::get_if<rcp::wire::FileSkipped>(&m.value())) std::printf("skipped: %s\n", k->message.c_str());
     if (std::holds_alternative<rcp::wire::Finish>(m.value())) return 0;
   }

@@ -41,7 +41,11 @@ class FakeEnd : public Transport {
       if (r.key == key) r = {};
   }
 
+  size_t max_message() const override { return link_.opt_.max_message; }
+
   Status send(std::span<const uint8_t> message) override {
+    if (message.size() > link_.opt_.max_message)  // (as an RDMA send larger than the peer's receive buffer)
+      return make_error(EMSGSIZE, fmt::format("fake: a message of {} bytes, more than {}", message.size(), link_.opt_.max_message));
     auto m = wire::decode(message);
     std::lock_guard lk(link_.mu_);
     if (const size_t held = link_.st_[side_].unsent; held + unsent_cost(message.size()) > kMaxUnsent)

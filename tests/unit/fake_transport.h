@@ -36,6 +36,9 @@ class FakeLink {
     uint32_t max_sge = 4;                ///< SGEs per read work request
     uint32_t max_chunk = wire::kMaxChunk;
     uint32_t credit_limit = 0;           ///< slots the source lends at most (0: no credit check)
+    /// The largest message an end sends (Transport::max_message): an RDMA
+    /// receive buffer's by default, wire::kMaxLargeMessage as over TCP.
+    size_t max_message = wire::kMaxMessage;
   };
   /// Sees each message a side sends (decoded) and leaves in `out` what the
   /// other side receives: the message itself, a changed one, none, several.

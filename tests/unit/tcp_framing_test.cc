@@ -216,13 +216,13 @@ TEST_CASE("tcp: a frame that breaks the rules ends the connection, naming what w
     std::vector<uint8_t> bytes;
     const char* says;
   };
-  std::vector<uint8_t> small(wire::kHeaderSize - 1, 1), big(wire::kMaxMessage + 1, 1), ok_msg(wire::kHeaderSize, 1);
+  std::vector<uint8_t> small(wire::kHeaderSize - 1, 1), big(wire::kMaxLargeMessage + 1, 1), ok_msg(wire::kHeaderSize, 1);
   std::vector<uint8_t> reply25(25, 3), reply24(24, 3);
   const Case cases[] = {
       {"a control frame shorter than a message header", false, false,
        frame(kMsg, static_cast<uint32_t>(small.size()), 0, small), "sent a control frame of 11 bytes"},
       {"a control frame longer than a message may be", false, false, frame(kMsg, static_cast<uint32_t>(big.size()), 0),
-       "sent a control frame of 4097 bytes"},
+       "sent a control frame of 8321 bytes"},  // (kMaxLargeMessage + 1: decode() holds each type to its own)
       {"a control frame on a data stream", true, false, frame(kMsg, static_cast<uint32_t>(ok_msg.size()), 0, ok_msg),
        "sent a control frame on a data stream"},
       {"a read request of the wrong size", false, false, frame(kReadReq, 15, 1, reply24),

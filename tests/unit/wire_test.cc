@@ -59,6 +59,7 @@ bool eq(const Finish&, const Finish&) { return true; }
 bool eq(const XattrPiece& a, const XattrPiece& b) {
   return a.file_id == b.file_id && a.name == b.name && a.total == b.total && a.offset == b.offset && a.data == b.data;
 }
+bool eq(const SmallFile& a, const SmallFile& b) { return eq(a.begin, b.begin) && a.digest == b.digest && a.data == b.data; }
 bool eq(const Done& a, const Done& b) {
   return a.files_ok == b.files_ok && a.files_failed == b.files_failed && a.files_deleted == b.files_deleted;
 }
@@ -163,6 +164,12 @@ std::vector<Message> samples() {
   v.push_back(XattrPiece{0xFFFFFFFF, std::string(kMaxXattrNameLen, 'n'), kMaxXattrValueLen,
                          kMaxXattrValueLen - static_cast<uint32_t>(kMaxXattrPiece), std::string(kMaxXattrPiece, 'x')});
   v.push_back(XattrPiece{3, "system.posix_acl_default", 8000, 3072, std::string(kMaxXattrPiece, '\1')});
+  v.push_back(SmallFile{FileBegin{5, 1, 0100644, 1700000000123456789ll, "a"}, make_digest(16, 9), "x"});
+  v.push_back(SmallFile{FileBegin{0xFFFFFFFF, 3, 0644, -1, kUtf8, 1000, 1000, kUtf8, "g", "", 0}, Digest{}, std::string("\0\n\xff", 3)});
+  // The largest: a name of kMaxPath bytes, a 32-byte digest, kMaxFileData bytes (more than kMaxMessage in all).
+  v.push_back(SmallFile{FileBegin{6, kMaxFileData, 0644, 0, std::string(kMaxPath, 'n'), 0, 0, std::string(kMaxIdName, 'u'),
+                                  std::string(kMaxIdName, 'g'), "", 0},
+                        make_digest(32, 1), std::string(kMaxFileData, '\x5a')});
   return v;
 }
 
@@ -313,7 +320,7 @@ TEST_CASE("every message type round-trips with non-trivial values") {
     CAPTURE(i);
     const Bytes b = enc(all[i]);
     REQUIRE(b.size() >= kHeaderSize);
-    CHECK(b.size() <= kMaxMessage);
+    CHECK(b.size() <= max_message(type_of(all[i])));
     // Header: magic, version, type, payload length.
     CHECK(b[0] == 0x52);
     CHECK(b[1] == 0x43);
@@ -794,6 +801,58 @@ TEST_CASE("XATTR: a name of 1 to 255 bytes without NUL, a value of at most 64 Ki
   CHECK_FALSE(encode(XattrPiece{1, "user.x", 2, 1, "ab"}, out).ok());
   CHECK_FALSE(encode(XattrPiece{1, "user.x", 2, 0, ""}, out).ok());
   CHECK(out.empty());
+}
+
+TEST_CASE("SMALL_FILE: a plain regular file of 1 to kMaxFileData bytes, its size that of its data") {
+  const auto sf = [](uint32_t mode, uint64_t size, std::string data, uint32_t link_to = 0) {
+    return enc(SmallFile{FileBegin{7, size, mode, 0, "f", 0, 0, "", "", "", 0, link_to}, make_digest(16, 3), std::move(data)});
+  };
+  CHECK(decode(sf(0100600, 3, "abc")).ok());
+  CHECK(decode(sf(0600, 3, "abc")).ok());  // (type 0 reads as a regular file, as in FILE_BEGIN)
+  CHECK(decode(sf(0600, kMaxFileData, std::string(kMaxFileData, 'd'))).ok());
+  expect_proto_error(sf(S_IFIFO | 0600, 0, ""), "not a regular file");
+  expect_proto_error(sf(S_IFDIR | 0700, 0, ""), "not a regular file");
+  expect_proto_error(sf(0600, 3, "abc", 7), "a hard link");  // (a group's first names itself)
+  expect_proto_error(sf(0600, 0, ""), "no data");
+  expect_proto_error(sf(0600, 5, "abc"), "size 5 with 3 bytes");
+  expect_proto_error(sf(0600, 3, "abcd"), "size 3 with 4 bytes");
+  expect_proto_error(sf(0600, 1u << 20, "abc"), "size 1048576 with 3 bytes");
+  // FILE_BEGIN's own checks hold inside it.
+  expect_proto_error(sf(0600 | 010000000, 3, "abc"), "unknown bits");
+  // Data past kMaxFileData: the length field itself is refused.
+  SmallFile over{FileBegin{7, kMaxFileData + 1, 0600, 0, "f"}, make_digest(16, 3), std::string(kMaxFileData + 1, 'd')};
+  Bytes out;
+  CHECK_FALSE(encode(over, out).ok());
+  CHECK(out.empty());
+  // Written by hand: the data's length says kMaxFileData + 1 and the bytes follow.
+  Bytes p = sf(0600, 3, "abc");
+  p.resize(p.size() - 5);  // drop the data's length and bytes
+  const uint16_t n = kMaxFileData + 1;
+  p.push_back(static_cast<uint8_t>(n >> 8));
+  p.push_back(static_cast<uint8_t>(n & 0xff));
+  p.insert(p.end(), n, 'd');
+  set_len(p, static_cast<uint32_t>(p.size() - kHeaderSize));
+  expect_proto_error(p, "truncated");
+}
+
+TEST_CASE("only SMALL_FILE may be larger than kMaxMessage, and not past kMaxLargeMessage") {
+  Bytes h = frame(static_cast<uint16_t>(MsgType::small_file), {});
+  set_len(h, kMaxLargeMessage - kHeaderSize);
+  CHECK(peek_length(h).ok());
+  set_len(h, kMaxLargeMessage - kHeaderSize + 1);
+  CHECK_FALSE(peek_length(h).ok());
+  for (uint16_t t = 1; t <= kMessageTypes; ++t) {
+    if (t == static_cast<uint16_t>(MsgType::small_file)) continue;
+    CAPTURE(t);
+    Bytes o = frame(t, {});
+    set_len(o, kMaxMessage - kHeaderSize + 1);
+    CHECK_FALSE(peek_length(o).ok());
+  }
+  CHECK(max_message(MsgType::small_file) == kMaxLargeMessage);
+  CHECK(max_message(MsgType::file_begin) == kMaxMessage);
+  // What the encoder says a SMALL_FILE takes is what it writes.
+  for (const Message& m : samples())
+    if (const auto* x = std::get_if<SmallFile>(&m)) CHECK(small_file_size(*x) == enc(m).size());
 }
 
 TEST_CASE("OPEN's paths and filter rules are bounded and validated") {

@@ -92,6 +92,8 @@ class Connection final : public Transport {
   int wait_fd() const override { return ep_.get(); }
   Status arm() override;
   bool send_pending() const override { return ctl_->pending() || !held_.empty(); }
+  /// What the peer's receive buffers hold (its hello's ctrl_msg_size, at most kMaxMessage).
+  size_t max_message() const override { return peer_msg_size_; }
   size_t unsent_bytes() const override;
   std::vector<RailStat> rail_stats() const override;
 

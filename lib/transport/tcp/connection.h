@@ -140,6 +140,7 @@ class TcpTransport final : public Transport {
   Status arm() override;
   bool send_pending() const override;
   size_t unsent_bytes() const override { return unsent_; }
+  size_t max_message() const override { return wire::kMaxLargeMessage; }
   bool encrypted() const override { return !streams_.empty() && streams_[0]->tls != nullptr; }
   std::vector<uint8_t> channel_binding() const override {
     return encrypted() ? streams_[0]->tls->channel_binding() : std::vector<uint8_t>{};

@@ -51,7 +51,8 @@ Status TcpTransport::parse(uint32_t i, Stream& s, std::vector<TransportEvent>& e
     switch (h.kind) {
       case kMsg: {
         if (i != 0) return make_error(EPROTO, fmt::format("{} sent a control frame on a data stream", peer_));
-        if (len < wire::kHeaderSize || len > wire::kMaxMessage)
+        // (The largest any message may be: decode() holds each type to its own.)
+        if (len < wire::kHeaderSize || len > wire::kMaxLargeMessage)
           return make_error(EPROTO, fmt::format("{} sent a control frame of {} bytes", peer_, len));
         if (avail < len) return {};
         TransportEvent ev;
