@@ -225,3 +225,23 @@ TEST_CASE("lying sink: a result for a SMALL_FILE claiming bytes reused or more t
     require_refused(*c.source, "does not fit the file");
   }
 }
+
+TEST_CASE("small files: a file shorter than it was listed ends the session naming it, as a chunk's short read does") {
+  TempDir src, dst;
+  const std::string p = src.str("f");
+  write_file(p, pattern(300, 8));
+  FakeLink link;
+  SinkThread sink(link.b(), dst.str(), options());
+  Channel ch(link.a());
+  std::vector<SourceOpener> ops;
+  ops.push_back([p]() -> Result<SourceFile> {
+    RCP_ASSIGN(SourceFile sf, open_source_file(AT_FDCWD, p, p, false));
+    REQUIRE(::truncate(p.c_str(), 100) == 0);  // shrinks after its size was taken
+    return sf;
+  });
+  auto r = run_source(ch, std::move(ops), options());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().context.find("shrank while being sent (EOF at 100)") != std::string::npos);
+  (void)sink.join();
+  require_nothing_left(dst, "f");
+}
