@@ -466,6 +466,14 @@ if mount -t tmpfs -o size=1m tmpfs "$work/tiny" 2> "$work/mount.err"; then
   mkdir -p "$work/tiny/d" 2>/dev/null
   rcp "$src/size4095" "$addr:tiny/small"
   check "  ... and the daemon serves the next client" cmp -s "$src/size4095" "$work/tiny/small"
+  # A small file sent whole (SMALL_FILE: written while its message is handled) onto the full disk.
+  head -c 1000 /dev/urandom > "$work/k1"
+  dd if=/dev/zero of="$work/tiny/fill" bs=4k 2> /dev/null
+  rcp "$work/k1" "$addr:tiny/k1" 2> "$work/err"; rc=$?
+  check "a small file onto a full disk fails (exit $rc, 23) naming the cause" \
+    bash -c "[ $rc = 23 ] && grep -q 'No space left on device' '$work/err'"
+  check "  ... leaving nothing behind" test "$(ls -A "$work/tiny" | tr '\n' ' ')" = "d fill small "
+  rm -f "$work/tiny/fill"
   # the daemon exporting the mount keeps it busy: stop it before unmounting
   stop_daemon
   umount "$work/tiny" 2> "$work/mount.err"

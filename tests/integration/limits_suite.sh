@@ -243,9 +243,13 @@ check "rcp under ulimit -Sn 64 receives a pull of the 700 files (exit $rc$( [ $r
   sh -c "[ $rc = 0 ] && diff -r '$src/many' '$out/many'"
 # A hard limit too low for the copy: the files that find no descriptor fail, and the error says
 # what the limit is and how to raise it (util/result.cc), as the RLIMIT_MEMLOCK one does.
-mkdir -p "$out/hard"
-(ulimit -n 100; rcp -r "$addr:data/many" "$out/hard/"); rc=$?
-check "rcp under ulimit -n 100 (hard) pulling 700 files: exit 23, the error names the limit and how to raise it (exit $rc)" \
+# Files above 4 KiB: a small file sent whole (SMALL_FILE) is closed before the next one comes,
+# while chunked ones are held open (up to 256) until their last chunk is in.
+mkdir -p "$out/hard" "$src/manyb"
+for i in $(seq 400); do head -c 5000 /dev/zero > "$src/manyb/m$i"; done
+rcp -r "$src/manyb" "$addr:data/" || bad "push of 400 files of 5000 bytes for the pull under ulimit -n 100" "exit $?"
+(ulimit -n 100; rcp -r "$addr:data/manyb" "$out/hard/"); rc=$?
+check "rcp under ulimit -n 100 (hard) pulling 400 files: exit 23, the error names the limit and how to raise it (exit $rc)" \
   sh -c "[ $rc = 23 ] && grep -q 'Too many open files (RLIMIT_NOFILE allows 100; raise its hard limit: ulimit -Hn as root, LimitNOFILE= for a service)' '$work/err'"
 stop_daemon
 
