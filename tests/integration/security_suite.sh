@@ -197,9 +197,10 @@ RCP_PASSWORD=$secret rcp "alice@$addr:vault/v.txt" "$work/out/v5.txt"; rc=$?
 check "  ... and the daemon still serves the next client (exit $rc)" bash -c "[ $rc = 0 ] && cmp -s '$work/vault/v.txt' '$work/out/v5.txt'"
 
 # --- tampering on an authenticated session ------------------------------------------------------
-# The client's sealed messages: OPEN (0), FILE_BEGIN (1; its last byte is the name's last).
+# The client's sealed messages: OPEN (0), then the file: p.txt is small, so its SMALL_FILE (1;
+# its last byte is the file's last).
 RCP_TEST_FAULT=tamper-control=1 RCP_PASSWORD=$secret rcp "$work/src/p.txt" "alice@$addr:vault/tampered.txt"; rc=$?
-check "a control message altered after its MAC (FILE_BEGIN name) is refused, nothing written (exit $rc)" \
+check "a control message altered after its MAC (SMALL_FILE data) is refused, nothing written (exit $rc)" \
   bash -c "[ $rc != 0 ] && [ -z \"\$(ls '$work/vault' | grep -v -x -e v.txt -e up.bin)\" ] && grep -q 'failed its MAC check' '$dlog'"
 RCP_TEST_FAULT=source-corrupt=0 RCP_PASSWORD=$secret rcp "$work/src/data.bin" "alice@$addr:vault/corrupt.bin"; rc=$?
 check "chunk data altered after its keyed digest is caught, nothing committed (exit $rc)" \
@@ -208,11 +209,11 @@ check "no temp files left in the vault" no_temps "$work/vault"
 stop_daemon
 check "SIGTERM stops the daemon cleanly (exit $drc)" test "$drc" = 0
 
-# The daemon's sealed messages on a pull: OPEN_OK (0), FILE_BEGIN (1).
+# The daemon's sealed messages on a pull: OPEN_OK (0), v.txt's SMALL_FILE (1).
 start_daemon "$work/rcpd.conf" RCP_TEST_FAULT=tamper-control=1
 mkdir -p "$work/out/pulled"
 RCP_PASSWORD=$secret rcp "alice@$addr:vault/v.txt" "$work/out/pulled/"; rc=$?
-check "client refuses a FILE_BEGIN altered in flight, nothing written (exit $rc)" \
+check "client refuses a SMALL_FILE altered in flight, nothing written (exit $rc)" \
   bash -c "[ $rc != 0 ] && grep -q 'failed its MAC check' '$work/err' && [ -z \"\$(ls -A '$work/out/pulled')\" ]"
 stop_daemon
 
