@@ -15,8 +15,7 @@ Status put_whole(TempFile& tmp, std::span<const uint8_t> data, const EntryMeta& 
   for (size_t done = 0; done < data.size();) {
     const ssize_t n = ::pwrite(tmp.fd(), data.data() + done, data.size() - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return make_error(errno, "write '" + shown + "'");
-    if (n == 0) return make_error(EIO, "write '" + shown + "': no progress");
+    if (n <= 0) return make_error(n < 0 ? errno : EIO, "write '" + shown + "'");  // (0: no progress)
     done += static_cast<size_t>(n);
   }
   if (Status t = set_mtime_ns(tmp.fd(), meta.mtime_ns); !t.ok())
