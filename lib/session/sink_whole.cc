@@ -3,6 +3,9 @@
 // answered while its message is handled: no File, pending read, write in
 // flight or FILE_END, which were ≈ 20 % of the sink's CPU a file of 4 KiB
 // (bench/README.md, "Small files sent whole").
+#include <chrono>
+#include <thread>
+
 #include "session/sink_role.h"
 
 namespace rcp {
@@ -41,6 +44,13 @@ Status Sink::handle(wire::SmallFile& m) {
   std::string error = std::move(e.error);
   bool wrote = false;
   if (error.empty() && !e.skip) {
+    // --bwlimit on this side: the bytes count as a pulled chunk's. They are
+    // here already; waiting before the next message is read holds the
+    // source back (its sends wait on this side's receive window or credits).
+    while (!pacer_.take(fb.size)) {
+      if (opt_.cancel && opt_.cancel->load(std::memory_order_relaxed)) return make_error(EINTR, "interrupted");
+      std::this_thread::sleep_for(std::chrono::milliseconds(pacer_.wait_ms()));
+    }
     r.pulled = fb.size;
     const std::span<const uint8_t> piece{reinterpret_cast<const uint8_t*>(m.data.data()), m.data.size()};
     const Preserve& p = opt_.preserve;

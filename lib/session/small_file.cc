@@ -5,8 +5,7 @@ namespace rcp {
 bool small_files_whole(const SessionOptions& opt) {
   const UpdateRules& r = opt.rules;
   const Preserve& p = opt.preserve;
-  return !r.dry_run && !r.checksum && !r.partial && !opt.fsync && !opt.direct && opt.bwlimit == 0 && !p.xattrs &&
-         !p.acls && !p.sparse;
+  return !r.dry_run && !r.checksum && !r.partial && !opt.fsync && !p.xattrs && !p.acls && !p.sparse;
 }
 
 }  // namespace rcp

@@ -635,7 +635,8 @@ class Source {
   std::vector<Slot> slots_;
   std::map<uint32_t, File> files_;
   std::unordered_map<uint32_t, Whole> whole_;  // SMALL_FILEs sent, by id (bounded with files_ by kMaxFilesInFlight)
-  const bool small_whole_ = small_files_whole(opt_);
+  // (--direct reads whole granules O_DIRECT; --bwlimit paces what is announced, chunk by chunk.)
+  const bool small_whole_ = small_files_whole(opt_) && !opt_.direct && opt_.bwlimit == 0;
   std::map<std::pair<uint64_t, uint64_t>, LinkGroup> links_;  // (dev, ino) of files with more links to come (-H)
   std::optional<uint32_t> cur_;
   uint32_t next_id_ = 1;

@@ -483,6 +483,16 @@ if mount -t tmpfs -o size=1m tmpfs "$work/tiny" 2> "$work/mount.err"; then
 else
   bad "full-disk test could not mount a small tmpfs (needs root)" "$(cat "$work/mount.err")"
 fi
+# --- a small file travels whole, in one SMALL_FILE (over RDMA too: its record fits the 4 KiB
+# receive buffer); a larger one as FILE_BEGIN, chunks and FILE_END. -vv logs each message sent.
+head -c 1000 /dev/urandom > "$work/w1000"
+head -c 5000 /dev/urandom > "$work/w5000"
+rcp -vv "$work/w1000" "$work/w5000" "$addr:data/whole/"; rc=$?
+check "a 1,000-byte file is sent as one SMALL_FILE, a 5,000-byte one begun and ended ($transport, exit $rc)" \
+  bash -c "[ $rc = 0 ] && [ \$(grep -c 'send SMALL_FILE' '$work/err') = 1 ] && [ \$(grep -c 'send FILE_BEGIN' '$work/err') = 1 ] \
+           && cmp -s '$work/w1000' '$exp/whole/w1000' && cmp -s '$work/w5000' '$exp/whole/w5000'"
+rcp "$addr:data/whole/w1000" "$out/w1000"; rc=$?
+check "  ... and pulled back (exit $rc)" bash -c "[ $rc = 0 ] && cmp -s '$work/w1000' '$out/w1000'"
 # --- into tmpfs the sink writes with pwrite on its loop (io/write_inline.h), elsewhere through
 # io_uring: both ways byte-exact, many chunks and a short last one
 mkdir -p "$work/mem"

@@ -139,6 +139,15 @@ rcp --bwlimit 1024 --chunk-size 256 --json "$addr:data/paced" "$out/paced" > "$w
 el=$(grep -o '"elapsed_s": *[0-9.]*' "$work/bwp.json" | grep -o '[0-9.]*$')
 check "pull --bwlimit 1024 (KiB/s) of 3 MiB: exit 0, byte-identical, at least 2.0 s (elapsed_s $el)" \
   bash -c "[ $rc = 0 ] && cmp -s '$src/paced' '$out/paced' && awk -v e='${el:-0}' 'BEGIN { exit !(e >= 2.0) }'"
+# Small files sent whole (SMALL_FILE) by a daemon without a limit: the pulling client's limit
+# holds them back as it does chunks. 40 x 1000 bytes at 8 KiB/s, the bucket one second (8 KiB)
+# plus one more on credit: at least (40,000 - 16,384) / 8,192 = 2.9 s; checked against 2.0.
+mkdir -p "$exp/pacedsmall"
+for i in $(seq 40); do head -c 1000 /dev/urandom > "$exp/pacedsmall/s$i"; done
+rcp -r --bwlimit 8 --json "$addr:data/pacedsmall" "$out/" > "$work/bws.json"; rc=$?
+el=$(grep -o '"elapsed_s": *[0-9.]*' "$work/bws.json" | grep -o '[0-9.]*$')
+check "pull -r --bwlimit 8 (KiB/s) of 40 small files: exit 0, identical, at least 2.0 s (elapsed_s $el)" \
+  bash -c "[ $rc = 0 ] && diff -r '$exp/pacedsmall' '$out/pacedsmall' && awk -v e='${el:-0}' 'BEGIN { exit !(e >= 2.0) }'"
 rcp --bwlimit 10q "$src/paced" "$addr:data/paced2" > /dev/null; rc=$?
 check "--bwlimit 10q is refused as usage (exit $rc), nothing sent" \
   bash -c "[ $rc = 1 ] && grep -q 'not a rate' '$work/err' && [ ! -e '$exp/paced2' ]"

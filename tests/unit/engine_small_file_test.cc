@@ -69,22 +69,24 @@ TEST_CASE("small files: 1 to kMaxFileData bytes go whole where the message fits;
   }
 }
 
-TEST_CASE("small files: a session that needs a file's chunks sends none whole") {
+TEST_CASE("small files: a session that needs a file's chunks sends none whole, nor a source with --direct or --bwlimit") {
   struct Case {
     const char* what;
     std::function<void(SessionOptions&)> set;
+    bool session;  // small_files_whole: both ends' answer
+    bool sent;     // the source sent it whole
   };
   const Case cases[] = {
-      {"plain (the control: sent whole)", [](SessionOptions&) {}},
-      {"-n", [](SessionOptions& o) { o.rules.dry_run = true; }},
-      {"-c", [](SessionOptions& o) { o.rules.checksum = true; }},
-      {"--partial", [](SessionOptions& o) { o.rules.partial = true; }},
-      {"--fsync", [](SessionOptions& o) { o.fsync = true; }},
-      {"--direct", [](SessionOptions& o) { o.direct = true; }},
-      {"--bwlimit", [](SessionOptions& o) { o.bwlimit = 1u << 30; }},
-      {"-X", [](SessionOptions& o) { o.preserve.xattrs = true; }},
-      {"-A", [](SessionOptions& o) { o.preserve.acls = true; }},
-      {"-S", [](SessionOptions& o) { o.preserve.sparse = true; }},
+      {"plain (the control: sent whole)", [](SessionOptions&) {}, true, true},
+      {"-n", [](SessionOptions& o) { o.rules.dry_run = true; }, false, false},
+      {"-c", [](SessionOptions& o) { o.rules.checksum = true; }, false, false},
+      {"--partial", [](SessionOptions& o) { o.rules.partial = true; }, false, false},
+      {"--fsync", [](SessionOptions& o) { o.fsync = true; }, false, false},
+      {"-X", [](SessionOptions& o) { o.preserve.xattrs = true; }, false, false},
+      {"-A", [](SessionOptions& o) { o.preserve.acls = true; }, false, false},
+      {"-S", [](SessionOptions& o) { o.preserve.sparse = true; }, false, false},
+      {"--direct (the source's own)", [](SessionOptions& o) { o.direct = true; }, true, false},
+      {"--bwlimit (the source's own)", [](SessionOptions& o) { o.bwlimit = 1u << 30; }, true, false},
   };
   for (const Case& k : cases) {
     CAPTURE(k.what);
@@ -93,7 +95,7 @@ TEST_CASE("small files: a session that needs a file's chunks sends none whole") 
     write_file(p, pattern(200, 3));
     SessionOptions opt = options();
     k.set(opt);
-    CHECK(small_files_whole(opt) == (std::string(k.what).rfind("plain", 0) == 0));
+    CHECK(small_files_whole(opt) == k.session);
     FakeLink link;
     Sent sent;
     sent.watch(link);
@@ -101,8 +103,33 @@ TEST_CASE("small files: a session that needs a file's chunks sends none whole") 
     REQUIRE(c.source->ok());
     REQUIRE(c.sink->ok());
     CHECK(c.sink->value().files_ok == 1);
-    CHECK(sent.whole == (small_files_whole(opt) ? 1 : 0));
+    CHECK(sent.whole == (k.sent ? 1 : 0));
     CHECK(sent.begun == 1 - sent.whole);
+    if (!opt.rules.dry_run) CHECK(read_file(dst.str("f")) == pattern(200, 3));
+  }
+}
+
+TEST_CASE("small files: a sink with its own --direct or --bwlimit takes a file sent whole") {
+  for (int which : {0, 1}) {
+    CAPTURE(which);
+    TempDir src, dst;
+    const std::string p = src.str("f");
+    write_file(p, pattern(300, 4));
+    SessionOptions so = options(), ko = options();
+    if (which == 0) ko.direct = true;
+    if (which == 1) ko.bwlimit = 1u << 30;
+    FakeLink link;
+    Sent sent;
+    sent.watch(link);
+    SinkThread sink(link.b(), dst.str(), ko);
+    Channel ch(link.a());
+    auto r = run_source(ch, openers({p}), so);
+    auto& k = sink.join();
+    REQUIRE(r.ok());
+    REQUIRE(k.ok());
+    CHECK(sent.whole == 1);
+    CHECK(k.value().files_ok == 1);
+    CHECK(read_file(dst.str("f")) == pattern(300, 4));
   }
 }
 
