@@ -2,7 +2,7 @@
 # A/B of two builds of rcp + rcpd over TCP loopback, interleaved (A, B, A, B, ...) so the
 # machine's drift hits both alike: what a code change does, measured before it is kept.
 #
-#   A=DIR_A B=DIR_B bash bench/ab_builds.sh [push|pull] [big|small] [SIZE] [REPEATS]
+#   A=DIR_A B=DIR_B bash bench/ab_builds.sh [push|pull] [big|small|args] [SIZE] [REPEATS]
 #   A=build B=build OPTS_B="--window 4" bash bench/ab_builds.sh ...   # one build, two option sets
 #   SCRATCH=/var/tmp OPTS_A=--fsync OPTS_B=--fsync A=... B=... bash bench/ab_builds.sh push small 2000
 #       # on another file system than /dev/shm (bench/lib.sh bench_scratch)
@@ -10,7 +10,8 @@
 # DIR: a build directory (DIR/rcp/rcp, DIR/rcpd/rcpd) or a directory holding both binaries
 # (cp build/rcp/rcp build/rcpd/rcpd /tmp/before/, say, before rebuilding).
 # big: one file of SIZE MiB (default 1024); small: rcp -r of SIZE files of 4 KiB (default
-# 10000). /dev/shm to /dev/shm, one rcpd per side started once; free page reporting held
+# 10000); args: those files pushed named as arguments (cd SRC && rcp f00000 ... DEST/, the
+# destination directory made beforehand, as bench/run's row). /dev/shm to /dev/shm, one rcpd per side started once; free page reporting held
 # (bench/lib.sh). Prints each run and the medians: wall (MB/s or ms, client start to exit),
 # the client's task-clock (perf stat) and the daemon's CPU (/proc/PID/stat), in ms.
 # Ports 18560-18563.
@@ -42,16 +43,18 @@ for _ in $(seq "$repeats"); do
   for side in A B; do
     if [ $side = A ]; then pid=$pa port=18561 rcp=$rcp_a opts=${OPTS_A:-}; else pid=$pb port=18563 rcp=$rcp_b opts=${OPTS_B:-}; fi
     rm -rf "$w/down/src.bin" "$w/exp/up.bin" "$w/down/small" "$w/exp/sd"
+    cwd=.
     case "$dir.$kind" in
       pull.big) args=("127.0.0.1:b/src.bin" "$w/down/") ;;
       push.big) args=("$w/src.bin" "127.0.0.1:b/up.bin") ;;
       pull.small) args=(-r "127.0.0.1:b/small" "$w/down/") ;;
       push.small) args=(-r "$w/small" "127.0.0.1:b/sd/") ;;
-      *) echo "ab_builds.sh: push|pull and big|small" >&2; exit 2 ;;
+      push.args) mkdir "$w/exp/sd"; cwd=$w/small; args=(); for f in "$w"/small/f*; do args+=("${f##*/}"); done; args+=("127.0.0.1:b/sd/") ;;
+      *) echo "ab_builds.sh: push|pull and big|small, or push args" >&2; exit 2 ;;
     esac
     c0=$(dcpu "$pid") t0=$(date +%s.%N)
     # shellcheck disable=SC2086 # OPTS_A/OPTS_B: several options, split on purpose
-    perf stat -x, -e task-clock -o "$w/t" "$rcp" $opts --transport tcp --tcp-port "$port" "${args[@]}"
+    (cd "$cwd" && perf stat -x, -e task-clock -o "$w/t" "$rcp" $opts --transport tcp --tcp-port "$port" "${args[@]}")
     t1=$(date +%s.%N) c1=$(dcpu "$pid")
     if [ "$kind" = big ]; then wall=$(echo "$size * 1.048576 / ($t1 - $t0)" | bc -l); else wall=$(echo "($t1 - $t0) * 1000" | bc -l); fi
     echo "$side ${wall%.*} $(grep task-clock "$w/t" | cut -d, -f1 | cut -d. -f1) $(echo "($c1 - $c0) * 1000" | bc -l | cut -d. -f1)"

@@ -133,7 +133,9 @@ Result<SourceStream> push_sources(const std::vector<std::string>& srcs, const Op
       // ("dir/": dir's contents, rsync's rule, as "." and "/".)
       contents = contents || b == "." || b == "/" || (s.size() > 1 && s.back() == '/');
     }
-    parts.push_back([s, eo]() -> SourceStream {
+    // A regular file is not looked at again before it is opened.
+    parts.push_back([s, eo, regular = S_ISREG(st.st_mode)]() mutable -> SourceStream {
+      eo.known_regular = regular;
       auto set = expand_source(AT_FDCWD, s, s, eo);
       return set.ok() ? std::move(set->files) : stream_of({failed_entry(set.error())});
     });

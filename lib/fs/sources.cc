@@ -75,12 +75,18 @@ Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::st
   // Never open() what could block or act: a FIFO's open waits for a writer
   // for good (64 gets of one once held 64 daemon threads), a device's open
   // may do anything. O_PATH resolves the name without opening the object,
-  // fstat on it says what it is, and only a regular file is then opened for
-  // reading — O_NONBLOCK, in case the name was swapped for a FIFO in between
-  // — and sent only if it is the very inode inspected.
+  // and fstat on it says what it is (open_inspected_file).
   RCP_ASSIGN(Fd probe, open_at(dir_fd, path, O_PATH, beneath, shown));
   struct stat st;
   if (::fstat(probe.get(), &st) != 0) return sys_error("stat '" + shown + "'");
+  return open_inspected_file(dir_fd, path, st, std::move(shown), beneath, devices);
+}
+
+Result<SourceFile> open_inspected_file(int dir_fd, const std::string& path, const struct stat& st, std::string shown,
+                                       bool beneath, bool devices) {
+  // Only a regular file (or, asked for, a block device) is opened for
+  // reading — O_NONBLOCK, in case the name was swapped for a FIFO since st —
+  // and sent only if it is the very inode inspected.
   if (S_ISDIR(st.st_mode)) return make_error(EISDIR, "'" + shown + "' is a directory");
   const bool device = devices && S_ISBLK(st.st_mode);
   if (!S_ISREG(st.st_mode) && !device)
@@ -97,7 +103,7 @@ Result<SourceFile> open_source_file(int dir_fd, const std::string& path, std::st
   return finish_source_file(std::move(f), now, device, path, std::move(shown));
 }
 
-Result<SourceFile> open_listed_file(int dir_fd, const std::string& leaf, std::string shown) {
+Result<SourceFile> open_listed_file(int dir_fd, const std::string& leaf, std::string shown, bool confined) {
   // The walk's getdents said "regular file": open the name itself, with no
   // O_PATH probe first (the tree walk's 10,000 x 4 KiB push: 9 syscalls per
   // file on the sending side, 5 of them the probe's openat2, fstat and
@@ -106,14 +112,17 @@ Result<SourceFile> open_listed_file(int dir_fd, const std::string& leaf, std::st
   // on the opened file refuses anything but a regular file — as rsync, which
   // opens a file its directory listing called regular.
   SourceFile f;
-  RCP_ASSIGN(f.fd, open_at(dir_fd, leaf, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY, true, shown));
+  if (confined) {
+    RCP_ASSIGN(f.fd, open_at(dir_fd, leaf, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY, true, shown));
+  } else {
+    RCP_ASSIGN(f.fd, open_at(dir_fd, leaf, O_RDONLY | O_NONBLOCK | O_NOCTTY, false, shown));
+  }
   struct stat now;
   if (::fstat(f.fd.get(), &now) != 0) return sys_error("stat '" + shown + "'");
   if (!S_ISREG(now.st_mode))
     return make_error(EAGAIN, fmt::format("'{}' was replaced by {} while being listed: not sent", shown, kind_of(now.st_mode)));
   return finish_source_file(std::move(f), now, false, leaf, std::move(shown));
 }
-
 
 Result<SourceFile> open_source_entry(int dir_fd, const std::string& path, std::string shown, bool beneath) {
   RCP_ASSIGN(Fd probe, open_at(dir_fd, path, O_PATH | O_NOFOLLOW, beneath, shown));
@@ -419,6 +428,18 @@ Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::
     return opt.filter && !name.empty() && name != "/" && name != "." && opt.filter->excluded(name, is_dir);
   };
   const WalkOptions& w = opt.walk;
+  if (opt.known_regular && !beneath) {
+    if (excluded(false)) {
+      out.files = stream_of({});
+      return out;
+    }
+    out.files = stream_of({[dir_fd, path, shown, n = opt.name]() -> Result<SourceFile> {
+      RCP_ASSIGN(SourceFile f, open_listed_file(dir_fd, path, shown, false));
+      if (n) f.name = *n;
+      return f;
+    }});
+    return out;
+  }
   // -l/-D: a path naming a symlink (without a trailing '/', which asks to
   // follow it, as in rsync) or a special file is sent as that entry.
   if ((w.links || w.devices || w.specials) && !path.empty() && path.back() != '/') {
@@ -452,20 +473,26 @@ Result<SourceSet> expand_source(int dir_fd, const std::string& path, const std::
         out.files = stream_of({});
         return out;
       }
-      // Opened now; its error, if any, is the file's when its turn comes.
-      auto r = open_source_file(dir_fd, path, shown, true, opt.devices);
+      // Opened now, past the probe just made; its error, if any, is the
+      // file's when its turn comes.
+      auto r = open_inspected_file(dir_fd, path, st, shown, true, opt.devices);
       if (r.ok() && opt.name) r->name = *opt.name;
       auto holder = std::make_shared<Result<SourceFile>>(std::move(r));
       out.files = stream_of({[holder]() -> Result<SourceFile> { return std::move(*holder); }});
       return out;
     }
-  } else if (::fstatat(dir_fd, path.c_str(), &st, 0) != 0 || !S_ISDIR(st.st_mode)) {
+  } else if (const bool found = ::fstatat(dir_fd, path.c_str(), &st, 0) == 0; !found || !S_ISDIR(st.st_mode)) {
     if (excluded(false)) {
       out.files = stream_of({});
       return out;
     }
-    out.files = stream_of({[dir_fd, path, shown, n = opt.name, devices = opt.devices]() -> Result<SourceFile> {
-      RCP_ASSIGN(SourceFile f, open_source_file(dir_fd, path, shown, false, devices));
+    // A regular file is opened as the walk opens one (no probe: the open's
+    // own fstat refuses anything swapped in); anything else, or a path not
+    // there, is probed when its turn comes and refused or reported then.
+    const bool regular = found && S_ISREG(st.st_mode);
+    out.files = stream_of({[dir_fd, path, shown, n = opt.name, devices = opt.devices, regular]() -> Result<SourceFile> {
+      RCP_ASSIGN(SourceFile f, regular ? open_listed_file(dir_fd, path, shown, false)
+                                       : open_source_file(dir_fd, path, shown, false, devices));
       if (n) f.name = *n;
       return f;
     }});

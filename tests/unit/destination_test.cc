@@ -412,6 +412,19 @@ TEST_CASE("opening a source: refused outside the export, as a directory, or when
   g_between_probe_and_open = nullptr;
   refused(swapped, EAGAIN, "'mod/f' was replaced while being opened: not sent");
   CHECK(open_source_file(AT_FDCWD, s.at("mod/f"), "mod/f", false).ok());  // the name now settled
+  s.file("mod/other", "a third inode");
+  // the same past expand_source's own probe inside an export (a daemon's get)
+  swap_from = s.at("mod/f");
+  swap_to = s.at("mod/other");
+  g_between_probe_and_open = [](const std::string&) { ::rename(swap_from.c_str(), swap_to.c_str()); };
+  auto set = expand_source(root.get(), "other", "mod/other", true, false);
+  g_between_probe_and_open = nullptr;
+  REQUIRE(set.ok());
+  auto got = drain(set->files);
+  REQUIRE(got.size() == 1);
+  refused(got[0](), EAGAIN, "'mod/other' was replaced while being opened: not sent");
+  ::rename(s.at("mod/other").c_str(), s.at("mod/f").c_str());
+  s.file("mod/other", "another inode");
   // -l / -D entries: a name the walk listed as special but now a file or directory
   refused(open_source_entry(root.get(), "f", "mod/f", true), EAGAIN, "was replaced while being listed");
   auto link = open_source_entry(root.get(), "out", "mod/out", true);

@@ -461,6 +461,53 @@ TEST_CASE("sources: a listed regular file swapped for a FIFO, a symlink or a dir
   REQUIRE_FALSE(d.ok());
   CHECK(d.error().context.find("replaced by") != std::string::npos);
   CHECK_FALSE(open_listed_file(dir.get(), "../" + src.path.filename().string() + "/reg", "m/x").ok());  // beneath
+  // Not confined (a push's own path a stat called regular): a symlink is
+  // followed, what is not a regular file is still refused, never blocks.
+  auto followed = open_listed_file(dir.get(), "link", "link", false);
+  REQUIRE(followed.ok());
+  CHECK(followed->size == 100);
+  auto fut2 = std::async(std::launch::async, [&] { return open_listed_file(dir.get(), "fifo", "fifo", false); });
+  if (fut2.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    int w = ::open(src.str("fifo").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    FAIL("opening a FIFO blocked");
+    if (w >= 0) ::close(w);
+  }
+  CHECK(fut2.get().error().context.find("'fifo' was replaced by a FIFO") != std::string::npos);
+  CHECK(open_listed_file(dir.get(), "dir", "dir", false).error().context.find("'dir' was replaced by") != std::string::npos);
+}
+
+TEST_CASE("sources: a push's argument its stat called regular is opened without a probe, and checked once open") {
+  TempDir src;
+  write_file(src.str("reg"), pattern(100, 3));
+  REQUIRE(::mkfifo(src.str("fifo").c_str(), 0644) == 0);
+  ExpandOptions o;
+  o.known_regular = true;
+  auto one = [&](const std::string& p) {
+    auto set = expand_source(AT_FDCWD, p, p, o);
+    REQUIRE(set.ok());
+    auto all = drain(set->files);
+    REQUIRE(all.size() == 1);
+    return all[0]();
+  };
+  auto ok = one(src.str("reg"));
+  REQUIRE(ok.ok());
+  CHECK(ok->name == "reg");
+  CHECK(ok->size == 100);
+  // swapped for a FIFO since the caller's stat: refused once open, and the open does not block
+  auto fut = std::async(std::launch::async, [&] { return one(src.str("fifo")); });
+  if (fut.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    int w = ::open(src.str("fifo").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    FAIL("opening a FIFO blocked");
+    if (w >= 0) ::close(w);
+  }
+  auto fifo = fut.get();
+  REQUIRE_FALSE(fifo.ok());
+  CHECK(fifo.error().code == EAGAIN);
+  // and gone since: the file's error, naming it
+  auto gone = one(src.str("nothing"));
+  REQUIRE_FALSE(gone.ok());
+  CHECK(gone.error().code == ENOENT);
+  CHECK(gone.error().message().find("nothing") != std::string::npos);
 }
 
 // ---------------------------------------------------------------- bounds
