@@ -116,6 +116,7 @@ Result<SourceStream> push_sources(const std::vector<std::string>& srcs, const Op
     });
   }
   std::vector<std::function<SourceStream()>> parts;
+  parts.reserve(srcs.size());
   for (const auto& s : srcs) {
     struct stat st {};
     // -l: a source naming a symlink (no trailing '/') is sent as the link,
