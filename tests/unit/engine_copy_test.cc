@@ -410,6 +410,19 @@ TEST_CASE("engine: a notice (err 0) is shown but is no failure") {
   CHECK(r.value().files_failed == 0);
 }
 
+/// open() run on a thread of its own, which must return within 5 s: one that
+/// blocked opening the FIFO at `fifo` is released by a writer and fails the test.
+Result<SourceFile> opened_without_blocking(const std::string& fifo, std::function<Result<SourceFile>()> open) {
+  auto fut = std::async(std::launch::async, std::move(open));
+  if (fut.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    fut.wait();
+    if (w >= 0) ::close(w);
+    FAIL("opening a FIFO blocked");
+  }
+  return fut.get();
+}
+
 TEST_CASE("sources: a FIFO, socket or device is refused without being opened (no block)") {
   TempDir src;
   const std::string fifo = src.str("fifo");
@@ -417,14 +430,7 @@ TEST_CASE("sources: a FIFO, socket or device is refused without being opened (no
   for (bool beneath : {false, true}) {
     CAPTURE(beneath);
     Fd dir(::open(src.str().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    auto fut = std::async(std::launch::async, [&] { return open_source_file(dir.get(), "fifo", "m/fifo", beneath); });
-    if (fut.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
-      // It blocked in open(): a writer releases it so the test can end.
-      int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-      FAIL("opening a FIFO blocked");
-      if (w >= 0) ::close(w);
-    }
-    auto r = fut.get();
+    auto r = opened_without_blocking(fifo, [&] { return open_source_file(dir.get(), "fifo", "m/fifo", beneath); });
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().context.find("'m/fifo' is a FIFO") != std::string::npos);
   }
@@ -447,13 +453,7 @@ TEST_CASE("sources: a listed regular file swapped for a FIFO, a symlink or a dir
   CHECK((::fcntl(ok->fd.get(), F_GETFL) & O_NONBLOCK) != 0);
   REQUIRE(clear_nonblock(ok->fd.get(), "m/reg").ok());
   CHECK((::fcntl(ok->fd.get(), F_GETFL) & O_NONBLOCK) == 0);
-  auto fut = std::async(std::launch::async, [&] { return open_listed_file(dir.get(), "fifo", "m/fifo"); });
-  if (fut.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
-    int w = ::open(src.str("fifo").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    FAIL("opening a FIFO blocked");
-    if (w >= 0) ::close(w);
-  }
-  auto fifo = fut.get();
+  auto fifo = opened_without_blocking(src.str("fifo"), [&] { return open_listed_file(dir.get(), "fifo", "m/fifo"); });
   REQUIRE_FALSE(fifo.ok());
   CHECK(fifo.error().context.find("'m/fifo' was replaced by a FIFO") != std::string::npos);
   CHECK_FALSE(open_listed_file(dir.get(), "link", "m/link").ok());  // O_NOFOLLOW
@@ -466,13 +466,9 @@ TEST_CASE("sources: a listed regular file swapped for a FIFO, a symlink or a dir
   auto followed = open_listed_file(dir.get(), "link", "link", false);
   REQUIRE(followed.ok());
   CHECK(followed->size == 100);
-  auto fut2 = std::async(std::launch::async, [&] { return open_listed_file(dir.get(), "fifo", "fifo", false); });
-  if (fut2.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
-    int w = ::open(src.str("fifo").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    FAIL("opening a FIFO blocked");
-    if (w >= 0) ::close(w);
-  }
-  CHECK(fut2.get().error().context.find("'fifo' was replaced by a FIFO") != std::string::npos);
+  auto fifo2 = opened_without_blocking(src.str("fifo"), [&] { return open_listed_file(dir.get(), "fifo", "fifo", false); });
+  REQUIRE_FALSE(fifo2.ok());
+  CHECK(fifo2.error().context.find("'fifo' was replaced by a FIFO") != std::string::npos);
   CHECK(open_listed_file(dir.get(), "dir", "dir", false).error().context.find("'dir' was replaced by") != std::string::npos);
 }
 
@@ -482,11 +478,12 @@ TEST_CASE("sources: a push's argument its stat called regular is opened without 
   REQUIRE(::mkfifo(src.str("fifo").c_str(), 0644) == 0);
   ExpandOptions o;
   o.known_regular = true;
-  auto one = [&](const std::string& p) {
+  // (No assertion inside: it also runs on opened_without_blocking's thread.)
+  auto one = [&](const std::string& p) -> Result<SourceFile> {
     auto set = expand_source(AT_FDCWD, p, p, o);
-    REQUIRE(set.ok());
+    if (!set.ok()) return set.error();
     auto all = drain(set->files);
-    REQUIRE(all.size() == 1);
+    if (all.size() != 1) return make_error(EPROTO, "expanded into " + std::to_string(all.size()) + " entries");
     return all[0]();
   };
   auto ok = one(src.str("reg"));
@@ -494,13 +491,7 @@ TEST_CASE("sources: a push's argument its stat called regular is opened without 
   CHECK(ok->name == "reg");
   CHECK(ok->size == 100);
   // swapped for a FIFO since the caller's stat: refused once open, and the open does not block
-  auto fut = std::async(std::launch::async, [&] { return one(src.str("fifo")); });
-  if (fut.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
-    int w = ::open(src.str("fifo").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    FAIL("opening a FIFO blocked");
-    if (w >= 0) ::close(w);
-  }
-  auto fifo = fut.get();
+  auto fifo = opened_without_blocking(src.str("fifo"), [&] { return one(src.str("fifo")); });
   REQUIRE_FALSE(fifo.ok());
   CHECK(fifo.error().code == EAGAIN);
   // and gone since: the file's error, naming it
