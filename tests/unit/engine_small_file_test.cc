@@ -190,6 +190,9 @@ TEST_CASE("sink: refuses a SMALL_FILE in a session that needs chunks, after FINI
     FakeLink link;
     SinkThread sink(link.b(), dst.str(), options());
     ScriptedSource s(link, {});
+    // A file still open keeps the session from ending at FINISH, before
+    // the SMALL_FILE arrives (without it, ASan's slower sink finished first).
+    s.send(wire::FileBegin{2, 10, 0644, 0, "open"});
     s.send(wire::Finish{});
     s.send(whole(1, "f", pattern(10, 1)));
     require_refused(sink.join(), "SMALL_FILE after FINISH");

@@ -159,6 +159,7 @@ TEST_CASE("lying source: totals below what it then sends, or below what it sent,
     TempDir dst;
     FakeLink link;
     SinkThread sink(link.b(), dst.str(), options());
+    link.inject(Side::a, wire::FileBegin{1, 10, 0644, 0, "open"});  // (the session cannot end at FINISH)
     link.inject(Side::a, wire::Finish{});
     link.inject(Side::a, wire::WalkTotals{0, 0, 1});
     require_refused(sink.join(), "WALK_TOTALS after FINISH");
