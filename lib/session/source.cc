@@ -94,7 +94,14 @@ class Source {
                       m);
   }
 
+  /// A read through the ring completed: handled in pump(), as the inline
+  /// ones are, so that one turn hashes and announces at most kReadPerTurn.
   Status on_io(uint64_t slot_index, int res) {
+    reads_done_.push_back({static_cast<uint32_t>(slot_index), res});
+    return {};
+  }
+
+  Status on_read(uint32_t slot_index, int res) {
     Slot& s = slots_[slot_index];
     File& f = files_.at(s.file_id);
     if (res < 0) return make_error(-res, "read '" + f.shown + "'");
@@ -143,20 +150,27 @@ class Source {
       while (::access(test_faults().source_hold.c_str(), F_OK) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 
-  /// Completes the reads submit_read() did inline (a short one's rest may add more).
-  Status drain_inline(bool& started) {
-    while (!read_inline_.empty()) {
-      std::vector<std::pair<uint32_t, int>> done;
-      done.swap(read_inline_);
-      for (auto [slot, res] : done) RCP_TRY(on_io(slot, res));
+  /// Hashes and announces the chunks whose reads completed (a short one's
+  /// rest may add more), until this turn's bytes reach kReadPerTurn.
+  Status drain_reads(uint64_t& turn, bool& started) {
+    while (!reads_done_.empty() && turn < kReadPerTurn) {
+      const auto [slot, res] = reads_done_.front();
+      reads_done_.pop_front();
+      if (res > 0) turn += static_cast<uint64_t>(res);
+      RCP_TRY(on_read(slot, res));
       started = true;
     }
     return {};
   }
 
   Status pump(bool& started) {
-    RCP_TRY(drain_inline(started));
+    uint64_t turn = 0;  // bytes hashed and announced in this turn
+    RCP_TRY(drain_reads(turn, started));
     for (;;) {
+      if (turn >= kReadPerTurn) {  // the loop comes back at once (started)
+        started = true;
+        break;
+      }
       // What this side says of its own accord (files, skips, holes: a
       // million unreadable files are a million FILE_SKIPPED in one turn)
       // waits while the peer has not read what it was sent (transport/backlog.h).
@@ -196,7 +210,7 @@ class Source {
       // A chunk read inline is hashed and announced now, while its bytes
       // are still in this core's cache: reading every free slot first and
       // hashing after (a CHUNK_DONE often frees several) hashed from memory.
-      RCP_TRY(drain_inline(started));
+      RCP_TRY(drain_reads(turn, started));
       started = true;
     }
     RCP_TRY(announce_totals(started));
@@ -401,15 +415,15 @@ class Source {
     if (fd == f.fd.get()) {  // buffered: from tmpfs pread here, not via io-wq (io/write_inline.h)
       if (f.inline_reads < 0) f.inline_reads = reads_inline(f);
       if (f.inline_reads) {
-        // Completed by drain_inline() once this returns, not here (the
+        // Completed by drain_reads() once this returns, not here (the
         // caller is in the middle of its file), nor through a NOP on the ring.
         const ssize_t r = ::pread(fd, p, want, static_cast<off_t>(s.offset + s.done));
-        read_inline_.push_back({slot, r < 0 ? -errno : static_cast<int>(r)});
+        reads_done_.push_back({slot, r < 0 ? -errno : static_cast<int>(r)});
         return;
       }
       if (!f.blocking) {
         if (Status st = clear_nonblock(fd, f.shown); !st.ok()) {
-          read_inline_.push_back({slot, -(st.error().code != 0 ? st.error().code : EIO)});
+          reads_done_.push_back({slot, -(st.error().code != 0 ? st.error().code : EIO)});
           return;
         }
         f.blocking = true;
@@ -629,7 +643,7 @@ class Source {
   Pool pool_;
   std::unique_ptr<HashPool> hp_;  // after pool_: its workers stop before the pool goes
   SlotMap free_;  // slots lent to the sink, by id (session/slot_map.h)
-  std::vector<std::pair<uint32_t, int>> read_inline_;  // (slot, pread's result or -errno), for pump()
+  std::deque<std::pair<uint32_t, int>> reads_done_;  // (slot, the read's result or -errno), for pump()
   uint64_t inline_dev_ = 0;  // the file system read_inline() was last asked about, and its answer
   bool inline_dev_reads_ = false;
   std::vector<Slot> slots_;

@@ -15,6 +15,17 @@
 
 namespace rcp {
 
+/// The most a source hashes and announces in one turn of its loop (chunks
+/// read inline from tmpfs, or through the ring) before the loop polls its
+/// transport again, which hands the peer what was announced so far and
+/// serves its requests. Reading and hashing a whole free window first (16
+/// MiB at the start) kept the sink idle meanwhile: 16 MiB
+/// over TCP loopback took 26.2 -> 24.0 ms to pull and 25.6 -> 24.5 ms to
+/// push with 2 MiB, 1 GiB pulls 447 -> 427 ms (medians of 40 and 10
+/// interleaved runs); 1 MiB measured as 2 MiB did, 128 KiB files did not
+/// move.
+constexpr uint64_t kReadPerTurn = 2u << 20;
+
 /// Sends `files` in order over ch, as the source of a session whose OPEN
 /// has been answered. Files that fail are counted in the stats; an error is
 /// returned only for a failed session (and sent to the peer as ERROR).

@@ -148,6 +148,77 @@ TEST_CASE("engine: the source lends no more chunks than its slots and refills on
   CHECK(seen.max_chunks_out == 3);
 }
 
+TEST_CASE("engine: the source lets its transport move between reads (announces a free window a little at a time)") {
+  // 16 free slots of 1 MiB at the start: read all, then announce all, and the
+  // sink has nothing to pull until the 16th read is done. Reads through the
+  // ring (ext4's $TMPDIR) and inline (tmpfs, io/write_inline.h) alike.
+  fs::path where = fs::temp_directory_path();
+  SUBCASE("read through the ring") {}
+  SUBCASE("read inline from tmpfs") {
+    if (!fs::is_directory("/dev/shm")) {
+      MESSAGE("SKIPPED: no /dev/shm here");
+      return;
+    }
+    where = "/dev/shm";
+  }
+  TempDir src(where);
+  const std::string p = src.str("f");
+  write_file(p, pattern(16u << 20, 9));
+  SessionOptions opt = options();
+  opt.chunk_size = 1u << 20;
+  opt.slots = 16;
+  FakeLink link({.credit_limit = 16});
+  SourceThread source(link.a(), {p}, opt);
+  std::vector<wire::Message> got;  // the test is a sink that pulls nothing
+  REQUIRE(await(link.b(), got, [](auto& v) { return count_of<wire::ChunkReady>(v) >= 16; }));
+  link.inject(Side::b, wire::ErrorMsg{ECANCELED, "test sink gives up"});
+  REQUIRE_FALSE(source.join().ok());
+  const uint32_t most = link.seen().most_chunks_per_poll[0];
+  INFO("CHUNK_READYs in one turn: ", most);
+  CHECK(most >= 1);
+  CHECK(most <= kReadPerTurn / opt.chunk_size);
+}
+
+TEST_CASE("engine: a source reading from tmpfs polls its transport before it reads on through its window") {
+  // Reads inline (pread on the loop) stop at kReadPerTurn for the turn, not
+  // only the announcements: the file's last chunk, changed at the source's
+  // first poll after it announced one, is read after the change.
+  if (!fs::is_directory("/dev/shm")) {
+    MESSAGE("SKIPPED: no /dev/shm here");
+    return;
+  }
+  TempDir src("/dev/shm");
+  const std::string p = src.str("f");
+  constexpr uint32_t kMiB = 1u << 20;
+  write_file(p, pattern(16 * kMiB, 9));
+  const std::vector<uint8_t> last = pattern(kMiB, 10);
+  SessionOptions opt = options();
+  opt.chunk_size = kMiB;
+  opt.slots = 16;
+  FakeLink link({.credit_limit = 16});
+  bool changed = false;  // (the source's thread only)
+  link.set_poll_hook(Side::a, [&] {
+    if (changed) return;
+    const auto sent = link.seen().sent[0];
+    if (std::find(sent.begin(), sent.end(), wire::MsgType::chunk_ready) == sent.end()) return;
+    Fd fd(::open(p.c_str(), O_WRONLY | O_CLOEXEC));
+    REQUIRE(fd.valid());
+    REQUIRE(::pwrite(fd.get(), last.data(), last.size(), 15 * kMiB) == static_cast<ssize_t>(kMiB));
+    changed = true;
+  });
+  SourceThread source(link.a(), {p}, opt);
+  std::vector<wire::Message> got;  // the test is a sink that pulls nothing
+  REQUIRE(await(link.b(), got, [](auto& v) { return count_of<wire::ChunkReady>(v) >= 16; }));
+  link.inject(Side::b, wire::ErrorMsg{ECANCELED, "test sink gives up"});
+  REQUIRE_FALSE(source.join().ok());
+  const wire::ChunkReady* c15 = nullptr;
+  for (auto& m : got)
+    if (auto* c = std::get_if<wire::ChunkReady>(&m); c && c->offset == 15 * kMiB) c15 = c;
+  REQUIRE(c15 != nullptr);
+  const std::span<const uint8_t> piece{last};
+  CHECK(c15->digest == chunk_digest(opt, c15->file_id, c15->offset, {&piece, 1}));
+}
+
 TEST_CASE("engine: small files take sub-slots: more in flight than slots, each refilled only when returned") {
   // 2 slots of 256 KiB split into 4 sub-slots of 64 KiB each (session/slot_map.h).
   TempDir src;

@@ -54,6 +54,10 @@ class FakeEnd : public Transport {
       link_.seen_.violations.push_back("undecodable message: " + m.error().context);
       return make_error(EPROTO, "fake: undecodable message");
     }
+    if (std::holds_alternative<wire::ChunkReady>(m.value())) {
+      uint32_t& n = link_.st_[side_].chunks_since_poll;
+      link_.seen_.most_chunks_per_poll[side_] = std::max(link_.seen_.most_chunks_per_poll[side_], ++n);
+    }
     auto& hook = link_.st_[side_].hook;
     if (!hook) {
       link_.deliver_locked(side_, m.value());
@@ -142,8 +146,15 @@ class FakeEnd : public Transport {
   }
 
   Status poll(std::vector<TransportEvent>& out) override {
+    std::function<void()> hook;
+    {
+      std::lock_guard lk(link_.mu_);
+      hook = link_.st_[side_].poll_hook;
+    }
+    if (hook) hook();
     std::lock_guard lk(link_.mu_);
     auto& me = link_.st_[side_];
+    me.chunks_since_poll = 0;
     uint64_t v;
     while (::read(me.efd.get(), &v, sizeof v) == sizeof v) {
     }
@@ -189,6 +200,11 @@ void FakeLink::set_unsent(Side s, size_t bytes) {
   st_[static_cast<int>(s)].unsent = bytes;
   const uint64_t one = 1;  // wake its loop: it may send again
   (void)!::write(st_[static_cast<int>(s)].efd.get(), &one, sizeof one);
+}
+
+void FakeLink::set_poll_hook(Side s, std::function<void()> h) {
+  std::lock_guard lk(mu_);
+  st_[static_cast<int>(s)].poll_hook = std::move(h);
 }
 
 void FakeLink::set_read_hook(ReadHook h) {

@@ -59,6 +59,9 @@ class FakeLink {
   /// Hook for messages sent by `from`.
   void set_hook(Side from, Hook h);
   void set_read_hook(ReadHook h);
+  /// Called on side s's thread at the start of each of its poll()s, outside
+  /// the link's lock: a test acting between two turns of that side's loop.
+  void set_poll_hook(Side s, std::function<void()> h);
   /// Delivers m to the side opposite `from` as if `from` had sent it (no hook).
   void inject(Side from, const wire::Message& m);
   /// Delivers `bytes` to the other side as one control message, undecoded:
@@ -77,6 +80,9 @@ class FakeLink {
     uint64_t reads = 0;                   ///< reads served
     uint64_t reads_refused = 0;           ///< reads refused (bad key or range)
     std::array<std::vector<wire::MsgType>, 2> sent;  ///< types delivered from each side, in order
+    /// Most CHUNK_READYs each side sent between two of its poll()s: what a
+    /// source announced in one turn of its loop.
+    std::array<uint32_t, 2> most_chunks_per_poll{};
   };
   Seen seen() const;
 
@@ -95,6 +101,8 @@ class FakeLink {
     std::map<uint64_t, uint32_t> read_wrs;  // cookie -> its work requests
     Hook hook;
     size_t unsent = 0;
+    uint32_t chunks_since_poll = 0;
+    std::function<void()> poll_hook;
     Fd efd;
   };
   void deliver_locked(int from, const wire::Message& m);
