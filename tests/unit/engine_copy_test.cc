@@ -191,6 +191,14 @@ TEST_CASE("engine: a source reading from tmpfs polls its transport before it rea
   const std::string p = src.str("f");
   constexpr uint32_t kMiB = 1u << 20;
   write_file(p, pattern(16 * kMiB, 9));
+  {
+    Fd f(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+    REQUIRE(f.valid());
+    if (!read_inline(f.get())) {  // (through the ring, every read of the window is out at once)
+      MESSAGE("SKIPPED: /dev/shm here is no file system the source reads inline");
+      return;
+    }
+  }
   const std::vector<uint8_t> last = pattern(kMiB, 10);
   SessionOptions opt = options();
   opt.chunk_size = kMiB;
