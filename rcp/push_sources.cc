@@ -115,8 +115,12 @@ Result<SourceStream> push_sources(const std::vector<std::string>& srcs, const Op
       }
     });
   }
-  std::vector<std::function<SourceStream()>> parts;
-  parts.reserve(srcs.size());
+  struct Named {
+    std::string path;
+    bool regular;
+  };
+  auto named = std::make_shared<std::vector<Named>>();
+  named->reserve(srcs.size());
   for (const auto& s : srcs) {
     struct stat st {};
     // -l: a source naming a symlink (no trailing '/') is sent as the link,
@@ -134,14 +138,15 @@ Result<SourceStream> push_sources(const std::vector<std::string>& srcs, const Op
       // ("dir/": dir's contents, rsync's rule, as "." and "/".)
       contents = contents || b == "." || b == "/" || (s.size() > 1 && s.back() == '/');
     }
-    // A regular file is not looked at again before it is opened.
-    parts.push_back([s, eo, regular = S_ISREG(st.st_mode)]() mutable -> SourceStream {
-      eo.known_regular = regular;
-      auto set = expand_source(AT_FDCWD, s, s, eo);
-      return set.ok() ? std::move(set->files) : stream_of({failed_entry(set.error())});
-    });
+    named->push_back({s, S_ISREG(st.st_mode)});
   }
-  return chain(std::move(parts));
+  // A regular file is not looked at again before it is opened.
+  return chain(named->size(), [named, eo](size_t i) mutable -> SourceStream {
+    const Named& n = (*named)[i];
+    eo.known_regular = n.regular;
+    auto set = expand_source(AT_FDCWD, n.path, n.path, eo);
+    return set.ok() ? std::move(set->files) : stream_of({failed_entry(set.error())});
+  });
 }
 
 }  // namespace rcp::client

@@ -38,13 +38,12 @@ Result<SourceStream> expand_get(int root, const std::string& p, const std::strin
     RCP_ASSIGN(SourceSet set, expand_source(root, slashed(paths[0]), shown(paths[0]), eo));
     return set.files;
   }
-  std::vector<std::function<SourceStream()>> parts;
-  for (auto& q : paths)
-    parts.push_back([root, q = slashed(q), s = shown(q), eo]() -> SourceStream {
-      auto set = expand_source(root, q, s, eo);
-      return set.ok() ? std::move(set->files) : stream_of({failed_entry(set.error())});
-    });
-  return chain(std::move(parts));
+  auto v = std::make_shared<std::vector<std::pair<std::string, std::string>>>();  // (path, as shown)
+  for (auto& q : paths) v->emplace_back(slashed(q), shown(q));
+  return chain(v->size(), [root, v, eo](size_t i) -> SourceStream {
+    auto set = expand_source(root, (*v)[i].first, (*v)[i].second, eo);
+    return set.ok() ? std::move(set->files) : stream_of({failed_entry(set.error())});
+  });
 }
 
 /// What a get sends: OPEN's path, then each of its further paths (relative
@@ -73,29 +72,25 @@ Result<SourceStream> get_sources(int root, const std::string& rel, const wire::O
     if (c->empty()) return make_error(EINVAL, "refused an empty path in the list");
     more.push_back(std::move(c.value()));
   }
-  std::vector<std::function<SourceStream()>> parts;
   if (open.flags & wire::kOpenRelative) {
     if (more.empty()) return make_error(EINVAL, "a --files-from OPEN without paths");
     eo.dir_alone = true;
-    for (auto& m : more) {
+    auto v = std::make_shared<std::vector<std::string>>(std::move(more));
+    return chain(v->size(), [root, v, rel, mod, eo](size_t i) -> SourceStream {
       ExpandOptions one = eo;
-      one.name = m;
-      const std::string p = rel.empty() ? m : rel + "/" + m;
-      parts.push_back([root, p, mod, one]() -> SourceStream {
-        auto set = expand_source(root, p, mod + "/" + p, one);
-        return set.ok() ? std::move(set->files) : stream_of({failed_entry(set.error())});
-      });
-    }
-    return chain(std::move(parts));
+      one.name = (*v)[i];
+      const std::string p = rel.empty() ? (*v)[i] : rel + "/" + (*v)[i];
+      auto set = expand_source(root, p, mod + "/" + p, one);
+      return set.ok() ? std::move(set->files) : stream_of({failed_entry(set.error())});
+    });
   }
   if (more.empty()) return expand_get(root, rel, mod, eo, open.flags & wire::kOpenContents);
   more.insert(more.begin(), rel);
-  for (auto& m : more)
-    parts.push_back([root, m, mod, eo]() -> SourceStream {
-      auto s = expand_get(root, m, mod, eo);
-      return s.ok() ? std::move(s.value()) : stream_of({failed_entry(s.error())});
-    });
-  return chain(std::move(parts));
+  auto v = std::make_shared<std::vector<std::string>>(std::move(more));
+  return chain(v->size(), [root, v, mod, eo](size_t i) -> SourceStream {
+    auto s = expand_get(root, (*v)[i], mod, eo);
+    return s.ok() ? std::move(s.value()) : stream_of({failed_entry(s.error())});
+  });
 }
 
 /// The answer to `rcp HOST:`: the modules this peer may see (listed, and its

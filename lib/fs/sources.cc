@@ -200,22 +200,22 @@ SourceStream stream_of(std::vector<SourceOpener> files) {
   };
 }
 
-SourceStream chain(std::vector<std::function<SourceStream()>> parts) {
+SourceStream chain(size_t count, std::function<SourceStream(size_t)> part) {
   struct State {
-    std::vector<std::function<SourceStream()>> parts;
+    size_t count;
+    std::function<SourceStream(size_t)> part;
     size_t next = 0;
     SourceStream cur;
   };
-  auto st = std::make_shared<State>(State{std::move(parts), 0, {}});
+  auto st = std::make_shared<State>(State{count, std::move(part), 0, {}});
   return [st]() -> std::optional<SourceOpener> {
     for (;;) {
       if (st->cur) {
         if (auto e = st->cur()) return e;
         st->cur = nullptr;
       }
-      if (st->next == st->parts.size()) return std::nullopt;
-      st->cur = std::move(st->parts[st->next])();
-      st->parts[st->next++] = nullptr;  // what it captured goes now
+      if (st->next == st->count) return std::nullopt;
+      st->cur = st->part(st->next++);
     }
   };
 }

@@ -431,3 +431,26 @@ TEST_CASE("opening a source: refused outside the export, as a directory, or when
   REQUIRE(link.ok());
   CHECK(link->meta.link_target == "/etc/passwd");
 }
+
+TEST_CASE("chain: the parts' entries in order, each part built only when the one before is exhausted") {
+  std::vector<size_t> built;
+  // Part i holds i entries (part 0 none), each failing with errno 100 + i.
+  SourceStream s = chain(4, [&built](size_t i) {
+    built.push_back(i);
+    std::vector<SourceOpener> v;
+    for (size_t k = 0; k < i; ++k) v.push_back(failed_entry(make_error(static_cast<int>(100 + i), "part")));
+    return stream_of(std::move(v));
+  });
+  CHECK(built.empty());  // nothing is built before the first entry is asked for
+  std::vector<int> codes;
+  while (auto e = s()) {
+    codes.push_back((*e)().error().code);
+    CHECK(built.back() == static_cast<size_t>(codes.back() - 100));  // the part after it is not built yet
+  }
+  CHECK(codes == std::vector<int>{101, 102, 102, 103, 103, 103});
+  CHECK(built == std::vector<size_t>{0, 1, 2, 3});
+  CHECK_FALSE(s());  // exhausted stays exhausted
+  CHECK(built.size() == 4);
+  CHECK_FALSE(chain(0, [&built](size_t) { built.push_back(99); return stream_of({}); })());
+  CHECK(built.size() == 4);
+}
