@@ -58,10 +58,11 @@ struct Destination {
   /// --delete (a directory destination only): what the source does not
   /// send is removed from the directories it sends (fs/prune.h).
   std::optional<PruneOptions> prune;
-  /// The resolve made this directory (it did not exist): nothing stands in
-  /// it yet, so the first DestinationTree over it looks nothing up (see
+  /// Nothing stood in this directory when it was resolved: the resolve made
+  /// it, or found it empty (`rcp *.log host:mod/new/` after a mkdir). The
+  /// first DestinationTree over it looks nothing up (see
   /// DestinationTree::fresh_). Taken (cleared) by that tree.
-  bool created = false;
+  bool empty = false;
 };
 
 /// What may stand where a file is about to land, with a rename over it:
@@ -132,8 +133,8 @@ struct IncomingFile {
 class DestinationTree {
  public:
   explicit DestinationTree(Destination& dest, Preserve preserve = {}) : dest_(dest), preserve_(preserve) {
-    if (dest_.created) fresh_.insert("");  // the destination itself: "rcp -r dir/ host:new/"
-    dest_.created = false;
+    if (dest_.empty) fresh_.insert("");  // the destination itself: "rcp -r dir/ host:new/"
+    dest_.empty = false;
   }
   DestinationTree(const DestinationTree&) = delete;
 

@@ -310,12 +310,12 @@ TEST_CASE("a missing destination: made (with its parents) when it must be a dire
   }
 }
 
-TEST_CASE("a destination the resolve made is fresh: its first tree looks nothing up in it, and still replaces") {
+TEST_CASE("a destination the resolve made or found empty is fresh: its first tree looks nothing up in it, and still replaces") {
   Scratch s;
   auto expect_fresh = [&](Destination& dest, const std::string& dir) {
-    CHECK(dest.created);
+    CHECK(dest.empty);
     DestinationTree tree(dest);
-    CHECK_FALSE(dest.created);  // taken: a second tree over it looks again
+    CHECK_FALSE(dest.empty);  // taken: a second tree over it looks again
     // Planted behind the tree's back (another writer): place() does not see
     // it (no lookup), and the commit still replaces it (link, then EEXIST:
     // temp name + rename), never fails or leaves it.
@@ -346,6 +346,20 @@ TEST_CASE("a destination the resolve made is fresh: its first tree looks nothing
     REQUIRE_MESSAGE(d.ok(), d.error().message());
     expect_fresh(d.value(), s.at("p/made"));
   }
+  SUBCASE("an existing empty directory, local and beneath an export, with and without make_dir") {
+    for (bool make_dir : {true, false}) {
+      const std::string n = make_dir ? "e1" : "e2";
+      REQUIRE(::mkdir(s.at(n).c_str(), 0755) == 0);
+      auto l = resolve_destination_local(s.at(n + "/"), true, {}, make_dir);
+      REQUIRE_MESSAGE(l.ok(), l.error().message());
+      expect_fresh(l.value(), s.at(n));
+      REQUIRE(::unlink(s.at(n + "/x").c_str()) == 0);
+      Fd root(::open(s.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      auto b = resolve_destination_beneath(root.get(), n, true, "mod/" + n, make_dir);
+      REQUIRE_MESSAGE(b.ok(), b.error().message());
+      expect_fresh(b.value(), s.at(n));
+    }
+  }
   SUBCASE("an existing directory is not fresh: what stands in it is looked up") {
     s.file("there/x", "old");
     Fd root(::open(s.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -353,7 +367,7 @@ TEST_CASE("a destination the resolve made is fresh: its first tree looks nothing
     auto l = resolve_destination_local(s.at("there/"), true, {}, true);
     for (auto* d : {&b, &l}) {
       REQUIRE(d->ok());
-      CHECK_FALSE((*d)->created);
+      CHECK_FALSE((*d)->empty);
       DestinationTree tree(d->value());
       PlacedEntry e = tree.place("x", S_IFREG, 0644, "peer");
       CHECK(e.old.type == S_IFREG);
